@@ -1,0 +1,5 @@
+import sys
+
+from kalbert.cli.main import main
+
+sys.exit(main())

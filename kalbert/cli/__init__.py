@@ -1,0 +1,1 @@
+"""The ``kalbert`` command line: one module per noun, verbs as subcommands."""

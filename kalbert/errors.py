@@ -1,0 +1,19 @@
+"""One exception type for every user-facing failure.
+
+The CLI turns a :class:`KalbertError` into a single line on stderr and exit code 2;
+anything else is a bug and keeps its traceback (or shows it only with ``KALBERT_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+
+class KalbertError(Exception):
+    """A problem the user can fix: the message says what is wrong, the hint how to fix it."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message

@@ -1,0 +1,90 @@
+"""Atomic file and folder writes, and strict UTF-8 reading.
+
+Every artifact kalbert writes appears whole or not at all: files go through a temp file
+plus ``os.replace``; output folders are built under a temp name beside the target and
+renamed at the end, so an interrupted job never leaves a half-written folder behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kalbert.errors import KalbertError
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_output_dir(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temp folder beside ``path``; on success it replaces ``path``, on failure it is removed."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise KalbertError(f"output folder {path} already exists", "pass --overwrite or choose another --out")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def open_text(path: str | Path) -> Iterator[str]:
+    """Yield the lines of a UTF-8 ``.txt``/``.gz`` file; bad bytes raise a one-line error with the line number."""
+    path = Path(path)
+    if not path.exists():
+        raise KalbertError(f"file not found: {path}", "check the path or use a data-set name (kalbert data list)")
+    if path.is_dir():
+        raise KalbertError(f"{path} is a folder, expected a text file")
+    opener = gzip.open if path.suffix == ".gz" else open
+    line_no = 0
+    try:
+        with opener(path, "rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                yield raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise KalbertError(
+            f"{path} line {line_no} is not valid UTF-8 (byte offset {exc.start})",
+            "convert the file to UTF-8, e.g. iconv -f cp949 -t utf-8",
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise KalbertError(f"cannot read {path}: {exc}") from None

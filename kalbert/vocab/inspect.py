@@ -1,0 +1,47 @@
+"""`kalbert vocab inspect`: pieces of given text and measured stats on evaluation sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kalbert.errors import KalbertError
+from kalbert.io import open_text
+from kalbert.text.segment import make_segmenter
+from kalbert.vocab.files import load_processor
+from kalbert.vocab.stats import measure_vocab
+
+
+def eval_sentences(source: str, limit: int) -> list[str]:
+    """Sentences of an STS set reference (``korsts:dev``) or of a text file (one per line)."""
+    from kalbert.datasets import list_datasets, load_sts, parse_ref
+
+    name, split = parse_ref(source)
+    if name in list_datasets():
+        pairs = load_sts(name, split or "dev")
+        sentences = list(dict.fromkeys(s for p in pairs for s in (p.sentence1, p.sentence2)))
+    else:
+        sentences = [line.strip() for line in open_text(source) if line.strip()]
+    if not sentences:
+        raise KalbertError(f"{source} holds no sentences")
+    return sentences[:limit]
+
+
+def vocab_language(vocab: str | Path) -> str:
+    meta = Path(vocab) / "kalbert.json"
+    if meta.exists():
+        return "+".join(json.loads(meta.read_text(encoding="utf-8")).get("languages", ["ko"]))
+    return "ko+zh"
+
+
+def inspect_vocab(vocab: str, texts: list[str], sources: list[str], lang: str | None = None, limit: int = 5000) -> dict:
+    processor = load_processor(vocab)
+    segmenter = make_segmenter(lang or vocab_language(vocab))
+    report: dict = {"vocab": vocab, "vocab_size": processor.get_piece_size(), "texts": [], "eval": {}}
+    for text in texts:
+        report["texts"].append(
+            {"text": text, "pieces": processor.encode(text, out_type=str), "ids": processor.encode(text)}
+        )
+    for source in sources:
+        report["eval"][source] = measure_vocab(processor, eval_sentences(source, limit), segmenter).as_dict()
+    return report

@@ -1,0 +1,64 @@
+"""Session fixtures: small real corpora cut from ../shared/data and tiny vocabularies built from them.
+
+Everything is built once per test session in a temp folder; tests that need the shared data skip
+with a clear reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from pathlib import Path
+
+import pytest
+
+from kalbert.datasets import data_path
+from kalbert.errors import KalbertError
+
+
+def _shared_file(name: str) -> Path:
+    try:
+        return data_path(name)[0]
+    except KalbertError as exc:
+        pytest.skip(f"shared data missing: {exc}")
+
+
+def _cut(source: Path, target: Path, lines: int) -> Path:
+    with gzip.open(source, "rt", encoding="utf-8") as handle:
+        target.write_text("".join(itertools.islice(handle, lines)), encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="session")
+def ko_corpus(tmp_path_factory) -> Path:
+    """About 1.5 MB of Korean: the first Wikipedia articles and reviews (documents blank-line separated)."""
+    folder = tmp_path_factory.mktemp("ko-corpus")
+    wiki = _cut(_shared_file("kowiki"), folder / "wiki.txt", 3000)
+    reviews = [line for line in _cut(_shared_file("nsmc"), folder / "nsmc.txt", 3000).read_text().splitlines()]
+    corpus = folder / "ko.txt"
+    corpus.write_text(wiki.read_text(encoding="utf-8") + "\n\n" + "\n\n".join(reviews) + "\n", encoding="utf-8")
+    return corpus
+
+
+@pytest.fixture(scope="session")
+def zh_corpus(tmp_path_factory) -> Path:
+    """About 1 MB of Chinese news titles, reviews and abstracts."""
+    return _cut(_shared_file("zh-clue"), tmp_path_factory.mktemp("zh-corpus") / "zh.txt", 6000)
+
+
+@pytest.fixture(scope="session")
+def ko_vocab(tmp_path_factory, ko_corpus) -> Path:
+    """A 1,000-piece morph-aware Korean vocabulary."""
+    from kalbert.vocab import VocabBuildConfig, build_vocab
+
+    out = tmp_path_factory.mktemp("vocab") / "ko-1k"
+    return build_vocab(VocabBuildConfig(lang="ko", inputs=[str(ko_corpus)], out=str(out), vocab_size=1000, processes=1))
+
+
+@pytest.fixture(scope="session")
+def zh_vocab(tmp_path_factory, zh_corpus) -> Path:
+    """A 2,000-piece jieba-aware Chinese vocabulary."""
+    from kalbert.vocab import VocabBuildConfig, build_vocab
+
+    out = tmp_path_factory.mktemp("vocab") / "zh-2k"
+    return build_vocab(VocabBuildConfig(lang="zh", inputs=[str(zh_corpus)], out=str(out), vocab_size=2000, processes=1))
