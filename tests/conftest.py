@@ -48,17 +48,17 @@ def zh_corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ko_vocab(tmp_path_factory, ko_corpus) -> Path:
-    """A 1,000-piece morph-aware Korean vocabulary."""
+    """A 5,000-piece morph-aware Korean vocabulary."""
     from kalbert.vocab import VocabBuildConfig, build_vocab
 
-    out = tmp_path_factory.mktemp("vocab") / "ko-1k"
-    return build_vocab(VocabBuildConfig(lang="ko", inputs=[str(ko_corpus)], out=str(out), vocab_size=1000, processes=1))
+    out = tmp_path_factory.mktemp("vocab") / "ko-5k"
+    return build_vocab(VocabBuildConfig(lang="ko", inputs=[str(ko_corpus)], out=str(out), vocab_size=5000, processes=1))
 
 
 @pytest.fixture(scope="session")
 def zh_vocab(tmp_path_factory, zh_corpus) -> Path:
-    """A 2,000-piece jieba-aware Chinese vocabulary."""
+    """A 8,000-piece jieba-aware Chinese vocabulary."""
     from kalbert.vocab import VocabBuildConfig, build_vocab
 
-    out = tmp_path_factory.mktemp("vocab") / "zh-2k"
-    return build_vocab(VocabBuildConfig(lang="zh", inputs=[str(zh_corpus)], out=str(out), vocab_size=2000, processes=1))
+    out = tmp_path_factory.mktemp("vocab") / "zh-8k"
+    return build_vocab(VocabBuildConfig(lang="zh", inputs=[str(zh_corpus)], out=str(out), vocab_size=8000, processes=1))

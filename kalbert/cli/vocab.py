@@ -28,7 +28,6 @@ def register(nouns) -> None:
                        help="auto: mecab-ko/jieba pre-segmentation; none: plain SentencePiece")
     build.add_argument("--max-sentences", type=positive_int, default=1_000_000, help="sentences sampled for training")
     build.add_argument("--character-coverage", type=float, default=0.9995)
-    build.add_argument("--byte-fallback", action="store_true", help="spell unknown characters as byte pieces")
     build.add_argument("--lang-temperature", type=float, default=2.0, help="ko+zh: language sampling temperature")
     build.add_argument("--seed", type=int, default=13)
     build.add_argument("--processes", type=int, default=0, help="segmentation processes (0: all cores)")
@@ -73,7 +72,7 @@ def _build(args: argparse.Namespace) -> int:
     config = VocabBuildConfig(
         lang=args.lang, inputs=args.input, out=args.out, vocab_size=args.vocab_size, model_type=args.model_type,
         segmenter=args.segmenter, max_sentences=args.max_sentences, character_coverage=args.character_coverage,
-        byte_fallback=args.byte_fallback, lang_temperature=args.lang_temperature, seed=args.seed,
+        lang_temperature=args.lang_temperature, seed=args.seed,
         processes=args.processes,
     )
     out = build_vocab(config, overwrite=args.overwrite)

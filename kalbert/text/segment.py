@@ -28,7 +28,12 @@ _BATCH_CHARS = 20_000
 
 
 class MecabAnalyzer:
-    """Splits Hangul runs into morphemes with python-mecab-ko, batched and cached."""
+    """Splits Hangul runs into morphemes with python-mecab-ko, batched and cached.
+
+    Runs are analysed out of their sentence: the boundaries mecab puts inside a word depend
+    little on its neighbours, and a word-level cache is what makes corpus-scale segmentation fast
+    (see benchmarks/segmentation_speed.py, which also measures the agreement with in-sentence analysis).
+    """
 
     name = "mecab"
 
@@ -49,9 +54,9 @@ class MecabAnalyzer:
 
     def split(self, runs: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """Return the morphemes of each run (a cache lookup for runs seen before)."""
-        wanted = {run for run in runs if run not in self._cache}
-        if len(self._cache) + len(wanted) > _CACHE_LIMIT:
+        if len(self._cache) > _CACHE_LIMIT:  # clear before looking up, never between lookup and use
             self._cache.clear()
+        wanted = {run for run in runs if run not in self._cache}
         batch: list[str] = []
         size = 0
         for run in wanted:
@@ -74,8 +79,10 @@ class MecabAnalyzer:
         return [line.split("\t", 1)[0] for line in lines if "\t" in line]
 
     def _analyze(self, batch: list[str]) -> None:
-        surfaces = self._parse(" ".join(batch))
-        position = 0
+        # Every run sits between the same "." morphemes, so its analysis never depends on which
+        # other runs share the batch: results are identical for any chunking or process count.
+        surfaces = self._parse(". " + " . ".join(batch) + " .")
+        position = 1
         for run in batch:
             pieces: list[str] = []
             covered = 0
@@ -83,10 +90,9 @@ class MecabAnalyzer:
                 pieces.append(surfaces[position])
                 covered += len(surfaces[position])
                 position += 1
-            if "".join(pieces) != run:  # misaligned (should not happen): analyse this run alone
-                pieces = self._parse(run) if covered == len(run) else [run]
-                if "".join(pieces) != run:
-                    pieces = [run]
+            position += 1  # the "." after the run
+            if "".join(pieces) != run:  # misaligned (should not happen): keep the run whole
+                pieces = [run]
             self._cache[run] = tuple(pieces)
 
 
@@ -103,10 +109,10 @@ class JiebaAnalyzer:
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def split(self, runs: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        if len(self._cache) > _CACHE_LIMIT:
+            self._cache.clear()
         for run in runs:
             if run not in self._cache:
-                if len(self._cache) >= _CACHE_LIMIT:
-                    self._cache.clear()
                 self._cache[run] = tuple(self._tokenizer.lcut(run, HMM=True))
         return self._cache
 
@@ -159,8 +165,6 @@ class Segmenter:
 
     def _segment_new_words(self, words: set[str]) -> None:
         """Fill the word cache for ``words``: analyse their Hangul/Han runs in one batch per script."""
-        if len(self._words) + len(words) > _CACHE_LIMIT:
-            self._words.clear()
         word_runs = {}
         wanted: dict[int, set[str]] = {1: set(), 2: set()}
         for word in words:
@@ -185,11 +189,12 @@ class Segmenter:
         if not self.enabled:
             return list(lines)
         split_lines = [line.replace(BOUNDARY, "").split() for line in lines]
+        if len(self._words) > _CACHE_LIMIT:  # clear before looking up, never between lookup and use
+            self._words.clear()
         cache = self._words
         new = {word for words in split_lines for word in words if word not in cache}
         if new:
             self._segment_new_words(new)
-            cache = self._words
         return [" ".join([cache[word] for word in words]) for words in split_lines]
 
     def split_words(self, lines: list[str]) -> list[list[list[str]]]:

@@ -13,6 +13,7 @@ import io
 import math
 import os
 import random
+import re
 import tempfile
 import time
 import zlib
@@ -56,9 +57,10 @@ class VocabBuildConfig:
     max_sentences: int = 1_000_000
     """sentences sampled for training (all of them if the corpus has fewer)"""
     character_coverage: float = 0.9995
-    """share of characters covered by single-character pieces; rarer ones become <unk> (or bytes)"""
-    byte_fallback: bool = False
-    """spell unknown characters as UTF-8 byte pieces instead of <unk>"""
+    """share of characters covered by single-character pieces; rarer ones become <unk>, except the
+    required ones (every Korean syllable seen, KS X 1001 Hangul, GB 2312 hanzi). No byte fallback:
+    transformers 5's AlbertTokenizer rebuilds the Unigram model without it, so HF and SentencePiece
+    would disagree."""
     lang_temperature: float = 2.0
     """ko+zh: sample language l with probability proportional to n_l ** (1 / T)"""
     min_chars: int = 5
@@ -160,6 +162,21 @@ def _balance(train: dict[str, list[str]], counts: dict[str, int], config: VocabB
     return balanced
 
 
+def required_characters(languages: list[str], sentences: list[str]) -> str:
+    """Characters that get a piece whatever ``character_coverage`` says, so they never become <unk>.
+
+    Korean: the 2,350 KS X 1001 syllables plus every Hangul syllable in the training sample.
+    Chinese: the 6,763 GB 2312 hanzi.
+    """
+    required: set[str] = set()
+    if "ko" in languages:
+        required.update(c for c in map(chr, range(0xAC00, 0xD7A4)) if len(c.encode("euc_kr", "ignore")) == 2)
+        required.update(c for c in set().union(*map(set, sentences)) if "\uac00" <= c <= "\ud7a3")
+    if "zh" in languages:
+        required.update(c for c in map(chr, range(0x4E00, 0xA000)) if len(c.encode("gb2312", "ignore")) == 2)
+    return "".join(sorted(required))
+
+
 def _train_sentencepiece(sentences: list[str], config: VocabBuildConfig) -> bytes:
     model = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,7 +189,7 @@ def _train_sentencepiece(sentences: list[str], config: VocabBuildConfig) -> byte
                 vocab_size=config.vocab_size,
                 model_type=config.model_type,
                 character_coverage=config.character_coverage,
-                byte_fallback=config.byte_fallback,
+                required_chars=required_characters(config.lang.split("+"), sentences),
                 pretokenization_delimiter=BOUNDARY,
                 normalization_rule_tsv=str(rules),
                 pad_id=0,
@@ -188,14 +205,25 @@ def _train_sentencepiece(sentences: list[str], config: VocabBuildConfig) -> byte
                 minloglevel=2,
             )
         except RuntimeError as exc:
-            message = str(exc).strip().splitlines()[-1]
-            if "Vocabulary size" in message or "vocab_size" in message:
-                raise KalbertError(
-                    f"the text is too small for --vocab-size {config.vocab_size}: {message}",
-                    "lower --vocab-size or add more text",
-                ) from None
-            raise KalbertError(f"SentencePiece training failed: {message}") from None
+            raise _training_error(str(exc), config) from None
     return model.getvalue()
+
+
+def _training_error(message: str, config: VocabBuildConfig) -> KalbertError:
+    """Turn SentencePiece's CHECK failures into one line that says what to change."""
+    message = message.strip().splitlines()[-1]
+    if match := re.search(r"smaller than required_chars\. \d+ vs (\d+)", message):
+        return KalbertError(
+            f"--vocab-size {config.vocab_size} is below the {match.group(1)} characters the text needs "
+            f"at --character-coverage {config.character_coverage}",
+            "raise --vocab-size or lower --character-coverage",
+        )
+    if match := re.search(r"Vocabulary size (?:is )?too high \((\d+)\).*<= (\d+)", message):
+        return KalbertError(
+            f"the text is too small for --vocab-size {config.vocab_size}: at most {match.group(2)} pieces",
+            "lower --vocab-size or add more text",
+        )
+    return KalbertError(f"SentencePiece training failed: {message}")
 
 
 def _file_fingerprint(path: Path) -> dict[str, object]:

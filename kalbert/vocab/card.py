@@ -16,11 +16,11 @@ def build_command(config: dict) -> str:
     """The `kalbert vocab build` command line that reproduces ``config``."""
     parts = ["kalbert", "vocab", "build", "--lang", config["lang"], "--input", *config["inputs"]]
     parts += ["--vocab-size", str(config["vocab_size"]), "--out", config["out"]]
-    defaults = {"model_type": "unigram", "segmenter": "auto", "max_sentences": 1_000_000, "byte_fallback": False}
+    defaults = {"model_type": "unigram", "segmenter": "auto", "max_sentences": 1_000_000}
     for key, default in defaults.items():
         if config.get(key, default) != default:
             flag = "--" + key.replace("_", "-")
-            parts += [flag] if isinstance(default, bool) else [flag, str(config[key])]
+            parts += [flag, str(config[key])]
     return shlex.join(parts)
 
 

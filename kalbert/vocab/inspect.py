@@ -14,14 +14,14 @@ from kalbert.vocab.stats import measure_vocab
 
 def eval_sentences(source: str, limit: int) -> list[str]:
     """Sentences of an STS set reference (``korsts:dev``) or of a text file (one per line)."""
-    from kalbert.datasets import list_datasets, load_sts, parse_ref
+    from kalbert.datasets import load_sts, parse_ref
 
-    name, split = parse_ref(source)
-    if name in list_datasets():
+    if Path(source).is_file():
+        sentences = [line.strip() for line in open_text(source) if line.strip()]
+    else:
+        name, split = parse_ref(source)
         pairs = load_sts(name, split or "dev")
         sentences = list(dict.fromkeys(s for p in pairs for s in (p.sentence1, p.sentence2)))
-    else:
-        sentences = [line.strip() for line in open_text(source) if line.strip()]
     if not sentences:
         raise KalbertError(f"{source} holds no sentences")
     return sentences[:limit]
