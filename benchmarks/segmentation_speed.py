@@ -125,6 +125,7 @@ def main() -> None:
     result = {
         "command": "python " + " ".join(sys.argv),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "load_average_1min_at_start": os.getloadavg()[0],
         "text": f"kowiki, first {megabytes(lines):.1f} MB (naive loops on the first {megabytes(naive_lines):.1f} MB)",
         "naive_morphs_mb_s": timed(naive_loop, naive_lines),
         "raw_tagger_mb_s": timed(raw_tagger, naive_lines),
@@ -154,7 +155,9 @@ def main() -> None:
                  f"{result['vocab_build_32k_seconds']:.0f} s wall.\n")
     markdown = f"""# Korean segmentation throughput
 
-Command: `{result['command']}` on {result['machine']}; text: {result['text']}.
+Command: `{result['command']}` on {result['machine']} (1-minute load average at start:
+{result["load_average_1min_at_start"]:.1f}; the rows ran one after another, so other load on the machine
+can skew the ratios); text: {result['text']}.
 
 {chr(10).join(rows)}
 

@@ -16,9 +16,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from kalbert.text import make_segmenter
-from kalbert.vocab import VocabBuildConfig, build_vocab, load_processor, measure_vocab
-from kalbert.vocab.inspect import eval_sentences
+from kalbert.vocab import VocabBuildConfig, build_vocab
+from kalbert.vocab.inspect import compare_vocabs
 
 RESULTS = Path(__file__).parent / "results"
 PLAIN_ROOT = Path("outputs/vocab-plain")
@@ -45,18 +44,17 @@ def main() -> None:
         folder, source = pair.split(":", 1)
         vocab = Path(folder)
         lang = "+".join(json.loads((vocab / "kalbert.json").read_text(encoding="utf-8"))["languages"])
-        sentences = eval_sentences(source, limit=100_000)
-        segmenter = make_segmenter(lang)
-        for kind, path in (("morph-aware", vocab), ("plain", plain_twin(vocab))):
-            stats = measure_vocab(load_processor(path), sentences, segmenter).as_dict()
-            rows.append({"vocab": str(path), "kind": kind, "eval": source, **stats})
+        folders = {"morph-aware": str(vocab), "plain": str(plain_twin(vocab))}
+        for kind, stats in compare_vocabs(folders, source, lang).items():
+            rows.append({"vocab": folders[kind], "kind": kind, "eval": source, **stats})
     RESULTS.mkdir(exist_ok=True)
     command = "python " + " ".join(sys.argv)
     (RESULTS / "vocab_comparison.json").write_text(
         json.dumps({"command": command, "rows": rows}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
     table = [
-        "| vocabulary | kind | eval sentences | UNK rate | pieces/word | pieces/char | boundary crossing | round-trip failures |",
+        "| vocabulary | kind | eval sentences | UNK rate | pieces/word | pieces/char | boundary crossing "
+        "| round-trip failures |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

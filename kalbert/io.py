@@ -79,7 +79,8 @@ def open_text(path: str | Path) -> Iterator[str]:
     line_no = 0
     try:
         with opener(path, "rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
+            for raw in handle:
+                line_no += 1
                 yield raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise KalbertError(

@@ -27,7 +27,12 @@ def test_split_sentences_korean_and_chinese():
         "네!",
         "www.naver.com 참고",
     ]
-    assert split_sentences("我们是朋友。你呢？他说：“好。”然后走了") == ["我们是朋友。", "你呢？", "他说：“好。”", "然后走了"]
+    assert split_sentences("我们是朋友。你呢？他说：“好。”然后走了") == [
+        "我们是朋友。",
+        "你呢？",
+        "他说：“好。”",
+        "然后走了",
+    ]
 
 
 def test_mecab_splits_inside_words_only():

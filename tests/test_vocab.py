@@ -10,11 +10,22 @@ from transformers import AlbertConfig, AlbertModel, AutoTokenizer
 
 from kalbert.errors import KalbertError
 from kalbert.text import make_segmenter
-from kalbert.vocab import VocabBuildConfig, VocabExtendConfig, build_vocab, extend_vocab, grow_embeddings, load_processor
+from kalbert.vocab import (
+    VocabBuildConfig,
+    VocabExtendConfig,
+    build_vocab,
+    extend_vocab,
+    grow_embeddings,
+    load_processor,
+)
 from kalbert.vocab.files import SPECIAL_TOKENS
 from kalbert.vocab.stats import measure_vocab
 
-KO_SENTENCES = ["배우들의 연기도 좋았고 영화가 정말 재미있었다.", "대한민국의 수도는 서울특별시이다.", "그는 2016년에 회사를 세웠다."]
+KO_SENTENCES = [
+    "배우들의 연기도 좋았고 영화가 정말 재미있었다.",
+    "대한민국의 수도는 서울특별시이다.",
+    "그는 2016년에 회사를 세웠다.",
+]
 ZH_SENTENCES = ["我们是朋友，你呢？", "这部电影非常好看。", "第一条 为了保护消费者的合法权益，制定本法。"]
 
 

@@ -61,7 +61,8 @@ def register(nouns) -> None:
     inspect.add_argument("text", nargs="*", help="sentences to show as pieces")
     inspect.add_argument("--eval", nargs="+", default=[], metavar="SOURCE",
                          help="text files (a sentence per line) or STS sets like korsts:dev, stsb-zh:dev")
-    inspect.add_argument("--lang", choices=["ko", "zh", "ko+zh"], help="analyzer for boundary checks (default: the vocab's)")
+    inspect.add_argument("--lang", choices=["ko", "zh", "ko+zh"],
+                         help="analyzer for boundary checks (default: the vocab's languages)")
     inspect.add_argument("--limit", type=positive_int, default=5000, help="evaluation sentences per source")
     inspect.add_argument("--json", action="store_true", help="print JSON")
 

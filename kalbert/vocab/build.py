@@ -14,6 +14,7 @@ import math
 import os
 import random
 import re
+import sys
 import tempfile
 import time
 import zlib
@@ -260,6 +261,8 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
         )
     )
     segment_seconds = time.time() - started
+    tqdm.write(f"training SentencePiece {config.model_type} ({config.vocab_size} pieces) on {len(segmented):,} "
+               "sentences; this takes a few minutes for 1M sentences", file=sys.stderr)
     model_bytes = _train_sentencepiece(segmented, config)
     build_seconds = time.time() - started
     with atomic_output_dir(out, overwrite=overwrite) as tmp:

@@ -38,8 +38,11 @@ def write_vocab_card(folder: Path, meta: dict) -> None:
             f"| {s['pieces_per_word']:.3f} | {s['pieces_per_char']:.3f} | {_pct(s['boundary_crossing'])} "
             f"| {s['roundtrip_failures']} |"
         )
-    inputs = "\n".join(f"- `{i['path']}` ({i['bytes']:,} bytes, sha256 `{i['sha256'][:16]}…`)" for i in meta["inputs"])
-    trained = ", ".join(f"{lang}: {n:,} of {meta['sentences_available'][lang]:,}" for lang, n in meta["sentences_trained"].items())
+    inputs = "\n".join(
+        f"- `{i['path']}` ({i['bytes']:,} bytes, sha256 `{i['sha256'][:16]}…`)" for i in meta["inputs"]
+    )
+    available = meta["sentences_available"]
+    trained = ", ".join(f"{lang}: {n:,} of {available[lang]:,}" for lang, n in meta["sentences_trained"].items())
     text = f"""# kalbert vocabulary: {config['lang']}, {meta['vocab_size']:,} pieces
 
 A SentencePiece {config['model_type']} vocabulary trained on text pre-segmented by **{meta['segmenter']}**

@@ -45,3 +45,12 @@ def inspect_vocab(vocab: str, texts: list[str], sources: list[str], lang: str | 
     for source in sources:
         report["eval"][source] = measure_vocab(processor, eval_sentences(source, limit), segmenter).as_dict()
     return report
+
+
+def compare_vocabs(folders: dict[str, str], source: str, lang: str, limit: int = 100_000) -> dict[str, dict]:
+    """Stats of several vocabularies on the same evaluation sentences, analysed with the same segmenter."""
+    sentences = eval_sentences(source, limit)
+    segmenter = make_segmenter(lang)
+    return {
+        name: measure_vocab(load_processor(folder), sentences, segmenter).as_dict() for name, folder in folders.items()
+    }
