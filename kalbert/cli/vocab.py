@@ -80,7 +80,8 @@ def _build(args: argparse.Namespace) -> int:
     meta = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))
     print(f"vocabulary: {out} ({meta['vocab_size']} pieces, {meta['build_seconds']:.0f} s)")
     for lang, stats in meta["heldout_stats"].items():
-        print(f"  held-out {lang}: UNK {100 * stats['unk_rate']:.3f}%, {stats['pieces_per_word']:.2f} pieces/word")
+        print(f"  held-out {lang}: UNK {100 * stats['unk_rate']:.3f}%, {stats['pieces_per_word']:.2f} pieces/word, "
+              f"{stats['pieces_per_char']:.2f} pieces/char")
     return 0
 
 
