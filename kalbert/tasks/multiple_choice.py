@@ -1,0 +1,309 @@
+"""Multiple choice with AlbertForMultipleChoice: fine-tune on a task's training split, pick the best
+epoch on dev, report accuracy on the labelled evaluation split, and answer new questions.
+
+Each choice is paired with the context as ``[CLS] first [SEP] second [SEP]`` and the model scores
+all choices of an example together (a softmax over them). How an example's fields become the two
+segments (:func:`format_choices`) depends only on the fields, so ``predict`` formats a new question
+exactly as training formatted the data set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from kalbert import __version__
+from kalbert.datasets import BLANK, MCExample, assert_trainable, load_mc
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_output_dir, atomic_write_json
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MCSplits:
+    """Which split each stage of a task uses."""
+
+    train: str
+    """fine-tuned on"""
+    select: str | None
+    """epoch selection (None: keep the last epoch, for tasks whose only other split is the test)"""
+    report: str
+    """the accuracy reported: the test split where its labels are public, else dev"""
+
+
+MC_TASKS: dict[str, MCSplits] = {
+    "kobest-copa": MCSplits("train", "dev", "test"),
+    "kobest-hellaswag": MCSplits("train", "dev", "test"),
+    "c3": MCSplits("train", "dev", "test"),
+    "chid": MCSplits("train", "dev", "test_public"),
+    "xcopa-zh": MCSplits("dev", None, "test"),  # XCOPA has no training split: train on val (100 examples)
+}
+
+# COPA-style questions become a connective in front of each choice.
+_CONNECTIVES = {"원인": "왜냐하면", "결과": "그래서", "cause": "因为", "effect": "所以"}
+_BLANK_WINDOW = 200  # characters of CHID context kept on each side of the blank
+
+
+@dataclass
+class MCTrainConfig:
+    """A multiple-choice fine-tuning run; defaults fit a small ALBERT on a CPU in minutes."""
+
+    model: str
+    """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
+    task: str
+    """one of MC_TASKS"""
+    out: str
+    """output folder for the fine-tuned model"""
+    epochs: int = 3
+    batch_size: int = 16
+    """examples per step (each holds all its choices)"""
+    learning_rate: float = 3e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    """share of the steps with a linearly rising learning rate"""
+    max_length: int = 128
+    """tokens per (context, choice) pair; the longer segment is truncated first"""
+    max_train_examples: int | None = None
+    """use only the first N training examples (quick runs and tests)"""
+    max_eval_examples: int | None = None
+    """evaluate only the first N examples of the selection and report splits (quick runs and tests)"""
+    seed: int = 42
+
+
+def format_choices(example: MCExample) -> list[tuple[str, str]]:
+    """The (first, second) segment pair for each choice of ``example``."""
+    context = example.context
+    if BLANK in context and len(context) > 2 * _BLANK_WINDOW:
+        at = context.index(BLANK)
+        context = context[max(0, at - _BLANK_WINDOW) : at + len(BLANK) + _BLANK_WINDOW]
+    if example.question in _CONNECTIVES:
+        return [(context, f"{_CONNECTIVES[example.question]} {choice}") for choice in example.choices]
+    if example.question:
+        return [(context, f"{example.question} {choice}") for choice in example.choices]
+    return [(context, choice) for choice in example.choices]
+
+
+def _check_albert(path: str | Path) -> Path:
+    path = Path(path).expanduser()
+    config = path / "config.json"
+    if not config.is_file():
+        raise KalbertError(
+            f"{path} is not a model folder (no config.json)",
+            "pass an ALBERT checkpoint folder, e.g. one written by `kalbert pretrain`",
+        )
+    model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    if model_type != "albert":
+        raise KalbertError(
+            f"{path} holds a '{model_type}' model, not an ALBERT",
+            "multiple-choice fine-tuning needs an ALBERT checkpoint",
+        )
+    return path
+
+
+def _load(path: Path):
+    from transformers import AlbertForMultipleChoice, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise KalbertError(
+            f"no usable tokenizer in {path}: {str(exc).splitlines()[0]}",
+            "copy the vocabulary's tokenizer files into the model folder",
+        ) from None
+    model = AlbertForMultipleChoice.from_pretrained(str(path), local_files_only=True)
+    return tokenizer, model
+
+
+def _batch(tokenizer, examples: Sequence[MCExample], max_length: int) -> dict[str, Any]:
+    """Tokenized [batch, choices, length] tensors (choices per example must agree)."""
+    pairs = [pair for example in examples for pair in format_choices(example)]
+    n_choices = len(examples[0].choices)
+    encoded = tokenizer(
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        truncation="longest_first",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+    return {key: value.view(len(examples), n_choices, -1) for key, value in encoded.items()}
+
+
+def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig, desc: str) -> float:
+    import torch
+
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
+            chunk = examples[start : start + config.batch_size]
+            logits = model(**_batch(tokenizer, chunk, config.max_length)).logits
+            correct += sum(int(p) == e.label for p, e in zip(logits.argmax(-1), chunk, strict=True))
+    return 100.0 * correct / len(examples)
+
+
+def _examples(task: str, split: str, limit: int | None) -> list[MCExample]:
+    examples = load_mc(task, split)
+    return examples[:limit] if limit else examples
+
+
+def _optimizer(model, config: MCTrainConfig, steps: int):
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    decay = [p for p in model.parameters() if p.ndim > 1]  # no decay for biases and LayerNorm
+    rest = [p for p in model.parameters() if p.ndim <= 1]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+        lr=config.learning_rate,
+    )
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
+    return optimizer, scheduler
+
+
+def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
+    """Fine-tune, select, evaluate and save; returns the summary also written to ``out/kalbert.json``."""
+    import torch
+
+    if config.task not in MC_TASKS:
+        raise KalbertError(
+            f"unknown multiple-choice task '{config.task}'", f"known tasks: {', '.join(MC_TASKS)}"
+        )
+    if config.epochs < 1 or config.batch_size < 1:
+        raise KalbertError("epochs and batch_size must be at least 1")
+    splits = MC_TASKS[config.task]
+    assert_trainable(config.task, splits.train)
+    model_path = _check_albert(config.model)
+    if Path(config.out).exists() and not overwrite:
+        raise KalbertError(
+            f"output folder {config.out} already exists", "pass --overwrite or choose another --out"
+        )
+    started = time.perf_counter()
+    train = _examples(config.task, splits.train, config.max_train_examples)
+    select = _examples(config.task, splits.select, config.max_eval_examples) if splits.select else []
+    report_all = load_mc(config.task, splits.report)
+    report = report_all[: config.max_eval_examples] if config.max_eval_examples else report_all
+
+    torch.manual_seed(config.seed)
+    tokenizer, model = _load(model_path)
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    optimizer, scheduler = _optimizer(model, config, steps_per_epoch * config.epochs)
+    order = torch.Generator().manual_seed(config.seed)
+    history: list[dict[str, Any]] = []
+    best: tuple[float, int, dict[str, Any]] | None = None
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        losses = []
+        permutation = torch.randperm(len(train), generator=order).tolist()
+        bar = tqdm(
+            range(0, len(train), config.batch_size), desc=f"epoch {epoch}/{config.epochs}", unit="step"
+        )
+        for start in bar:
+            chunk = [train[i] for i in permutation[start : start + config.batch_size]]
+            labels = torch.tensor([e.label for e in chunk])
+            loss = model(**_batch(tokenizer, chunk, config.max_length), labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.4f}")
+        entry: dict[str, Any] = {"epoch": epoch, "train_loss": round(sum(losses) / len(losses), 6)}
+        if select:
+            entry["select_accuracy"] = round(_accuracy(model, tokenizer, select, config, "select"), 4)
+        history.append(entry)
+        log.info("epoch %d: %s", epoch, entry)
+        score = entry.get("select_accuracy", float(epoch))  # no selection split: the last epoch wins
+        if best is None or score > best[0]:
+            best = (score, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
+    model.load_state_dict(best[2])
+    accuracy = _accuracy(model, tokenizer, report, config, "report")
+    summary = {
+        "stage": "mc",
+        "kalbert_version": __version__,
+        "task": config.task,
+        "config": asdict(config),
+        "splits": asdict(splits),
+        "selected_epoch": best[1],
+        "history": history,
+        "report": {
+            "split": splits.report,
+            "accuracy": round(accuracy, 4),
+            "n": len(report),
+            "n_split": len(report_all),
+            "subset": len(report) < len(report_all),
+        },
+        "train_examples": len(train),
+        "wall_seconds": round(time.perf_counter() - started, 2),
+    }
+    with atomic_output_dir(config.out, overwrite=overwrite) as folder:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        if (model_path / "spiece.model").is_file():  # transformers 5 does not write it (DESIGN §2)
+            shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
+        atomic_write_json(folder / "kalbert.json", summary)
+    return summary
+
+
+def predict_mc(
+    model_dir: str | Path, context: str, choices: Sequence[str], question: str = "", max_length: int = 128
+) -> list[float]:
+    """Probability of each choice given the context (and a COPA question: 원인/결과, cause/effect)."""
+    import torch
+
+    path = _check_albert(model_dir)
+    if len(choices) < 2:
+        raise KalbertError("give at least two choices")
+    tokenizer, model = _load(path)
+    model.eval()
+    example = MCExample(context, question, tuple(choices), 0, "input")
+    with torch.no_grad():
+        logits = model(**_batch(tokenizer, [example], max_length)).logits[0]
+    return torch.softmax(logits, dim=-1).tolist()
+
+
+def mc_results(summary: dict[str, Any], model_name: str, command: str, note: str = ""):
+    """The run as a benchmark results file, so `kalbert bench report` tables it beside the sentence models."""
+    from kalbert.bench.results import ResultsFile, library_versions
+    from kalbert.bench.tasks import task_group, task_label
+    from kalbert.datasets import get_spec
+
+    task, report = summary["task"], summary["report"]
+    record = {
+        "task": task,
+        "dataset": task,
+        "split": report["split"],
+        "lang": get_spec(task).lang,
+        "group": task_group(task),
+        "label": task_label(task),
+        "setting": "fine-tuned",
+        "metric": "accuracy",
+        "value": report["accuracy"],
+        "n": report["n"],
+        "n_split": report["n_split"],
+        "selected_on": summary["splits"]["select"],
+        "trained_on": summary["splits"]["train"],
+        "wall_seconds": summary["wall_seconds"],
+    }
+    return ResultsFile(
+        model=model_name,
+        model_kind="kalbert",
+        command=command,
+        results=[record],
+        model_path=summary["config"]["model"],
+        settings=summary["config"],
+        wall_seconds=summary["wall_seconds"],
+        note=note,
+        versions=library_versions(),
+    )

@@ -1,0 +1,93 @@
+"""`kalbert bench run` end to end with the TF-IDF baseline on real data, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kalbert import datasets
+from kalbert.bench import load_encoder, read_results, run_bench, select_tasks
+from kalbert.bench.runner import load_task
+from kalbert.cli.main import main
+from kalbert.errors import KalbertError
+
+
+def need(name: str, split: str) -> None:
+    try:
+        datasets.data_path(name, split)
+    except KalbertError as exc:
+        pytest.skip(f"shared data missing: {exc}")
+
+
+def test_tfidf_reproduces_the_published_korsts_number():
+    need("korsts", "test")
+    results = run_bench(load_encoder("tfidf"), select_tasks("korsts"), command="test")
+    values = {r["metric"]: r["value"] for r in results.results}
+    assert values["spearman"] == pytest.approx(65.9, abs=0.5)
+    assert results.results[0]["n"] == 1379 and results.results[0]["split"] == "test"
+    assert results.settings["fit_on"] == {"ko": "korsts:train", "zh": "stsb-zh:train"}
+
+
+def test_each_distinct_sentence_is_encoded_once():
+    need("kobest-copa", "test")
+    (task,) = select_tasks("kobest-copa")
+    data = load_task(task)
+    assert len(data.sentences) == len(set(data.sentences))
+    assert len(data.left) == 2 * len(data.gold) and data.n_choices == 2
+
+
+def test_cli_writes_a_versioned_results_file(tmp_path, capsys):
+    need("klue-sts", "dev")
+    out = tmp_path / "tfidf.json"
+    assert main(["bench", "run", "--model", "tfidf", "--tasks", "klue-sts", "--out", str(out)]) == 0
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["format"] == "kalbert-bench/1" and data["model_kind"] == "baseline"
+    assert data["command"] == f"kalbert bench run --model tfidf --tasks klue-sts --out {out}"
+    record = data["results"][0]
+    assert {"task", "split", "metric", "value", "n", "wall_seconds"} <= record.keys()
+    assert (record["task"], record["split"], record["n"]) == ("klue-sts", "dev", 519)
+    assert record["value"] == pytest.approx(32.8, abs=0.5)
+    assert read_results(out).kalbert_version == data["kalbert_version"]
+    assert "klue-sts" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_not_a_sentence_model_is_refused(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"model_type": "albert"}', encoding="utf-8")
+    assert main(["bench", "run", "--model", str(tmp_path), "--tasks", "korsts", "--out", str(tmp_path / "r.json")]) == 2
+    assert "not a sentence model" in capsys.readouterr().err
+    assert main(["bench", "run", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "r.json")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_a_missing_data_set_is_the_registrys_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets, "_BESIDE_CHECKOUT", tmp_path / "none")
+    monkeypatch.setenv("KALBERT_DATA", str(tmp_path / "empty"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KalbertError, match=r"data set 'klue-sts' \(split dev\) not found"):
+        run_bench(load_encoder("tfidf"), select_tasks("klue-sts"), command="test")
+
+
+def test_sentence_model_path_on_a_slice():
+    """The dense path (a SentenceTransformer folder: the packaged MiniLM) on the first 40 KorSTS pairs."""
+    need("korsts", "test")
+    from kalbert.bench.runner import TaskData, evaluate
+
+    (task,) = select_tasks("korsts")
+    full = load_task(task)
+    left, right = full.left[:40], full.right[:40]
+    keep = sorted(set(left) | set(right))
+    remap = {old: new for new, old in enumerate(keep)}
+    data = TaskData(
+        [full.sentences[i] for i in keep],
+        np.array([remap[i] for i in left]),
+        np.array([remap[i] for i in right]),
+        full.gold[:40],
+    )
+    encoder = load_encoder("minilm")
+    assert (encoder.name, encoder.kind, encoder.path) == ("all-MiniLM-L6-v2", "baseline", None)
+    records = evaluate(encoder, task, data)
+    assert [r["metric"] for r in records] == ["spearman", "pearson"]
+    assert all(r["n"] == 40 and -100 <= r["value"] <= 100 for r in records)
