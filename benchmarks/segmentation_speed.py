@@ -7,7 +7,7 @@ Runs, in one process on the same kowiki text: (a) the naive loop `mecab.MeCab().
 (cold caches), and reports MB/s and the ratio to (a). It also measures how often kalbert's
 out-of-sentence word analysis gives the same inner-word boundaries as in-sentence analysis, and
 optionally the wall time of `kalbert vocab build` (32k) on the first N MB of Korean text.
-Writes benchmarks/results/segmentation_speed.{json,md}.
+Writes benchmarks/segmentation_speed.{json,md}.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import mecab
 from kalbert.datasets import data_path
 from kalbert.text import make_segmenter, normalize_text, segment_lines
 
-RESULTS = Path(__file__).parent / "results"
+HERE = Path(__file__).parent
 
 
 def read_lines(megabytes: float) -> list[str]:
@@ -138,8 +138,7 @@ def main() -> None:
     if args.vocab_build_mb:
         result["vocab_build_mb"] = args.vocab_build_mb
         result["vocab_build_32k_seconds"] = vocab_build_seconds(args.vocab_build_mb)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "segmentation_speed.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (HERE / "segmentation_speed.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     rows = [
         "| method | MB/s | vs naive |",
         "|---|---|---|",
@@ -164,7 +163,7 @@ can skew the ratios); text: {result['text']}.
 Inner-word boundaries identical to in-sentence mecab analysis for
 {100 * result['word_agreement_with_in_sentence_analysis']:.2f}% of Hangul words.
 {extra}"""
-    (RESULTS / "segmentation_speed.md").write_text(markdown, encoding="utf-8")
+    (HERE / "segmentation_speed.md").write_text(markdown, encoding="utf-8")
     print(markdown)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from kalbert.vocab import VocabBuildConfig, build_vocab
 from kalbert.vocab.inspect import compare_vocabs
 
-RESULTS = Path(__file__).parent / "results"
+HERE = Path(__file__).parent
 PLAIN_ROOT = Path("outputs/vocab-plain")
 
 
@@ -47,9 +47,8 @@ def main() -> None:
         folders = {"morph-aware": str(vocab), "plain": str(plain_twin(vocab))}
         for kind, stats in compare_vocabs(folders, source, lang).items():
             rows.append({"vocab": folders[kind], "kind": kind, "eval": source, **stats})
-    RESULTS.mkdir(exist_ok=True)
     command = "python " + " ".join(sys.argv)
-    (RESULTS / "vocab_comparison.json").write_text(
+    (HERE / "vocab_comparison.json").write_text(
         json.dumps({"command": command, "rows": rows}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
     table = [
@@ -71,7 +70,7 @@ straddle a mecab-ko (Korean) or jieba (Chinese) boundary inside a whitespace wor
 
 {chr(10).join(table)}
 """
-    (RESULTS / "vocab_comparison.md").write_text(markdown, encoding="utf-8")
+    (HERE / "vocab_comparison.md").write_text(markdown, encoding="utf-8")
     print(markdown)
 
 

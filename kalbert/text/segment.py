@@ -23,7 +23,13 @@ BOUNDARY = "\u241f"  # "␟": never in real text, survives SentencePiece normali
 _HANGUL = "\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\ud7b0-\ud7ff"
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _RUNS = re.compile(rf"([{_HANGUL}]+)|([{_HAN}]+)|([^{_HANGUL}{_HAN}]+)")
+_HANGUL_WORD = re.compile(f"[{_HANGUL}]+")
 _CACHE_LIMIT = 400_000
+
+
+def _kind(match: re.Match) -> int:
+    """1: Hangul run, 2: Han run, 3: anything else."""
+    return 1 if match.group(1) else 2 if match.group(2) else 3
 _BATCH_CHARS = 20_000
 
 
@@ -165,19 +171,22 @@ class Segmenter:
 
     def _segment_new_words(self, words: set[str]) -> None:
         """Fill the word cache for ``words``: analyse their Hangul/Han runs in one batch per script."""
-        word_runs = {}
-        wanted: dict[int, set[str]] = {1: set(), 2: set()}
-        for word in words:
-            runs = [(1 if m.group(1) else 2 if m.group(2) else 3, m.group(0)) for m in _RUNS.finditer(word)]
+        hangul_only = [w for w in words if _HANGUL_WORD.fullmatch(w)]  # most Korean words: one run
+        mixed = words.difference(hangul_only)
+        mixed_runs = {w: [(_kind(m), m.group(0)) for m in _RUNS.finditer(w)] for w in mixed}
+        wanted: dict[int, set[str]] = {1: set(hangul_only), 2: set()}
+        for runs in mixed_runs.values():
             for kind, run in runs:
                 if kind in wanted:
                     wanted[kind].add(run)
-            word_runs[word] = runs
         tables: dict[int, dict[str, tuple[str, ...]]] = {}
         for kind, analyzer in ((1, self.hangul), (2, self.han)):
             if analyzer and wanted[kind]:
                 tables[kind] = self._analyzer(analyzer).split(wanted[kind])
-        for word, runs in word_runs.items():
+        hangul_table = tables.get(1)
+        for word in hangul_only:
+            self._words[word] = BOUNDARY.join(hangul_table[word]) if hangul_table is not None else word
+        for word, runs in mixed_runs.items():
             pieces: list[str] = []
             for kind, run in runs:
                 table = tables.get(kind)
@@ -251,7 +260,7 @@ def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def segment_lines(
-    lines: Iterable[str], segmenter: Segmenter, processes: int | None = None, chunk_size: int = 2000
+    lines: Iterable[str], segmenter: Segmenter, processes: int | None = None, chunk_size: int = 5000
 ) -> Iterator[str]:
     """Segment a stream of lines on ``processes`` cores (default: all), keeping their order."""
     processes = processes or os.cpu_count() or 1
