@@ -27,9 +27,10 @@ _HANGUL_WORD = re.compile(f"[{_HANGUL}]+")
 _CACHE_LIMIT = 400_000
 
 
-def _kind(match: re.Match) -> int:
-    """1: Hangul run, 2: Han run, 3: anything else."""
-    return 1 if match.group(1) else 2 if match.group(2) else 3
+def _run(groups: tuple[str, str, str]) -> tuple[int, str]:
+    """(kind, text) of one ``_RUNS.findall`` match; kind 1: Hangul, 2: Han, 3: anything else."""
+    hangul, han, other = groups
+    return (1, hangul) if hangul else (2, han) if han else (3, other)
 _BATCH_CHARS = 20_000
 
 
@@ -173,7 +174,7 @@ class Segmenter:
         """Fill the word cache for ``words``: analyse their Hangul/Han runs in one batch per script."""
         hangul_only = [w for w in words if _HANGUL_WORD.fullmatch(w)]  # most Korean words: one run
         mixed = words.difference(hangul_only)
-        mixed_runs = {w: [(_kind(m), m.group(0)) for m in _RUNS.finditer(w)] for w in mixed}
+        mixed_runs = {w: [_run(groups) for groups in _RUNS.findall(w)] for w in mixed}
         wanted: dict[int, set[str]] = {1: set(hangul_only), 2: set()}
         for runs in mixed_runs.values():
             for kind, run in runs:
@@ -201,7 +202,7 @@ class Segmenter:
         if len(self._words) > _CACHE_LIMIT:  # clear before looking up, never between lookup and use
             self._words.clear()
         cache = self._words
-        new = {word for words in split_lines for word in words if word not in cache}
+        new = set().union(*split_lines).difference(cache)
         if new:
             self._segment_new_words(new)
         return [" ".join([cache[word] for word in words]) for words in split_lines]
