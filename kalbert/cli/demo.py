@@ -16,10 +16,11 @@ def register(nouns) -> None:
         _demo,
     )
     parser.add_argument("--out", default="outputs/demo", help="folder for every artifact")
+    parser.add_argument("--pretrain-steps", type=int, default=200, help="tiny-ALBERT pretraining steps")
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from kalbert.demo import run_demo
+    from kalbert.demo import DemoConfig, run_demo
 
-    run_demo(args.out)
+    run_demo(DemoConfig(out=args.out, pretrain_steps=args.pretrain_steps))
     return 0

@@ -1,0 +1,67 @@
+"""Does distillation help? KorSTS test Spearman of sentence models made by different routes.
+
+Reads each model folder's kalbert.json (every stage's command, time and measured metrics), scores
+any model that has no recorded korsts:test result, and writes one table. Intended routes (same
+student checkpoint, same STS settings):
+
+    sts-only:      kalbert sbert sts --model CKPT --train korsts --eval korsts:dev --test korsts:test ...
+    distill:       kalbert sbert distill --student CKPT --parallel parallel-stsb-train tatoeba-en-ko news-en-ko ...
+    distill + sts: kalbert sbert sts --model DISTILLED --train korsts --eval korsts:dev --test korsts:test ...
+
+    python benchmarks/sentence_distill_compare.py sts-only=outputs/a distill=outputs/b distill+sts=outputs/c
+
+Writes benchmarks/results/sentence_distill_vs_sts.{json,md} (or --out PREFIX).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kalbert.io import atomic_write_json, atomic_write_text
+from kalbert.sentence import evaluate_sts, load_sentence_model
+from kalbert.sentence.card import read_meta
+
+TEST = "korsts:test"
+
+
+def describe(label: str, folder: Path) -> dict:
+    meta = read_meta(folder)
+    scores = {m["data"]: m["value"] for m in meta.get("metrics", []) if m["metric"].endswith("spearman_cosine")}
+    if TEST not in scores:
+        scores[TEST] = evaluate_sts(load_sentence_model(folder), TEST)
+    stages = [{"stage": s["stage"], "command": s.get("command"), "seconds": s.get("seconds"),
+               "steps": s.get("steps"), "best_step": s.get("best_step")} for s in meta.get("stages", [])]
+    return {"route": label, "folder": str(folder), "korsts_dev": scores.get("korsts:dev"),
+            "korsts_test": scores[TEST], "stages": stages, "source": meta.get("source")}
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    lines = ["# KorSTS: STS training alone vs distillation first", "", f"`{command}`", "",
+             "Spearman (cosine) x 100. Trained on korsts:train and parallel sets only; korsts:dev picks "
+             "checkpoints; korsts:test is never trained on.", "",
+             "| route | korsts:dev | korsts:test | stages (seconds) |", "|---|---|---|---|"]
+    for row in rows:
+        dev = f"{100 * row['korsts_dev']:.2f}" if row["korsts_dev"] is not None else "-"
+        stages = ", ".join(f"{s['stage']} ({s['seconds']})" for s in row["stages"])
+        lines.append(f"| {row['route']} | {dev} | {100 * row['korsts_test']:.2f} | {stages} |")
+    lines += ["", "Commands:", ""]
+    for row in rows:
+        lines += [f"- {row['route']}:"] + [f"  - `{s['command']}`" for s in row["stages"] if s["command"]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("routes", nargs="+", metavar="LABEL=FOLDER")
+    parser.add_argument("--out", default="benchmarks/results/sentence_distill_vs_sts")
+    args = parser.parse_args()
+    rows = [describe(label, Path(folder)) for label, _, folder in (r.partition("=") for r in args.routes)]
+    command = "python benchmarks/sentence_distill_compare.py " + " ".join(args.routes)
+    atomic_write_json(f"{args.out}.json", {"command": command, "split": TEST, "routes": rows})
+    atomic_write_text(f"{args.out}.md", markdown(rows, command))
+    print(markdown(rows, command))
+
+
+if __name__ == "__main__":
+    main()

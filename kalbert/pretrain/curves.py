@@ -1,0 +1,59 @@
+"""Learning curves: the metrics JSONL a run writes, and the PNG drawn from it for cards and benchmarks."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from kalbert.io import atomic_write_bytes, atomic_write_text
+
+METRICS = "metrics.jsonl"
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """Every record of a metrics file; a torn last line (killed writer) is ignored."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop records after ``step`` (logged by a run that died before its next checkpoint)."""
+    kept = [r for r in read_metrics(path) if r["step"] <= step]
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+
+
+def plot_curves(records: list[dict], png: Path, title: str) -> None:
+    """Training loss (left) and held-out MLM/SOP accuracy (right) against the step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train = [r for r in records if r["split"] == "train"]
+    held = [r for r in records if r["split"] == "heldout"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.plot([r["step"] for r in train], [r["loss"] for r in train], label="train loss", lw=0.8)
+    if held:
+        left.plot([r["step"] for r in held], [r["loss"] for r in held], "o-", label="held-out loss", ms=3)
+        right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM accuracy", ms=3)
+        if held[0].get("sop_accuracy") is not None:
+            right.plot([r["step"] for r in held], [r["sop_accuracy"] for r in held], "s-", label="SOP accuracy", ms=3)
+    left.set(xlabel="step", ylabel="loss (MLM + SOP)", title="loss")
+    right.set(xlabel="step", ylabel="accuracy", title="held-out accuracy", ylim=(0, 1))
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+        axis.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(png, buffer.getvalue())

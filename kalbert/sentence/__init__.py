@@ -1,0 +1,26 @@
+"""Sentence models: export ALBERT checkpoints to SentenceTransformer folders, train them on STS/NLI
+pairs, distil a teacher into them, guard against collapse, and search with them.
+
+Names are imported on first use, so ``import kalbert.sentence`` does not pull in torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "encoder",
+    "ExportConfig": "export", "export_sentence_model": "export", "build_sentence_model": "export",
+    "STSConfig": "sts", "STSResult": "sts", "train_sts": "sts",
+    "DistillConfig": "distill", "DistillResult": "distill", "distill_student": "distill",
+    "LoopConfig": "loop", "check_collapse": "collapse", "evaluate_sts": "evaluate",
+    "SearchBuildConfig": "search", "SearchIndex": "search", "build_index": "search", "search_index": "search",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'kalbert.sentence' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kalbert.sentence.{_WHERE[name]}"), name)

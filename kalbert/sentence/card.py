@@ -1,0 +1,127 @@
+"""The self-description of a sentence-model folder: ``kalbert.json`` and the README model card.
+
+Every stage (export, sts, distill) appends itself and the metrics it measured to ``kalbert.json``;
+the README card is rendered from that file alone, so a number on the card always comes with the
+data split it was measured on and the command that produced the model.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from kalbert import __version__
+from kalbert.io import atomic_write_json, atomic_write_text
+
+META_FILE = "kalbert.json"
+
+
+def invocation() -> str | None:
+    """The shell command that is running, when it is the ``kalbert`` program (for provenance)."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("kalbert", "__main__.py", "main.py"):
+        return shlex.join(["kalbert", *sys.argv[1:]])
+    return None
+
+
+def read_meta(folder: str | Path) -> dict[str, Any]:
+    """``kalbert.json`` of a model/vocab folder, or ``{}`` when it has none or it is unreadable."""
+    path = Path(folder) / META_FILE
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def folder_languages(folder: str | Path) -> list[str]:
+    """Languages a model folder declares: ``kalbert.json`` ``languages`` (or ``language: "ko+zh"``), else
+    the card's ``language:`` front matter (as on Hugging Face model cards)."""
+    meta = read_meta(folder)
+    if meta.get("languages"):
+        return list(meta["languages"])
+    if isinstance(meta.get("language"), str):
+        return meta["language"].split("+")
+    readme = Path(folder) / "README.md"
+    if not readme.is_file():
+        return []
+    lines = readme.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return []
+    found: list[str] = []
+    in_list = False
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if line.startswith("language:"):
+            value = line.partition(":")[2].strip()
+            found += [value] if value else []
+            in_list = not value
+        elif in_list and line.lstrip().startswith("- "):
+            found.append(line.strip()[2:].strip())
+        else:
+            in_list = False
+    return found
+
+
+def new_meta(languages: list[str], source: str) -> dict[str, Any]:
+    return {"kalbert_version": __version__, "kind": "sentence-model", "languages": languages,
+            "source": source, "stages": [], "metrics": []}
+
+
+def add_stage(meta: dict[str, Any], stage: str, config: dict[str, Any], **facts: Any) -> None:
+    """Record one stage with its resolved config, the command line and measured facts (time, steps)."""
+    meta.setdefault("stages", []).append({"stage": stage, "command": invocation(), "config": config, **facts})
+
+
+def add_metric(meta: dict[str, Any], stage: str, data: str, metric: str, value: float) -> None:
+    meta.setdefault("metrics", []).append({"stage": stage, "data": data, "metric": metric, "value": value})
+
+
+def render_card(meta: dict[str, Any], modules: list[str], dimension: int, max_seq_length: int) -> str:
+    languages = meta.get("languages") or []
+    front = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity"]
+    if languages:
+        front += ["language:", *(f"- {lang}" for lang in languages)]
+    front += ["tags:", "- sentence-transformers", "- sentence-similarity", "- albert", "- kalbert", "---", ""]
+    body = [
+        "# Sentence-ALBERT (kalbert)",
+        "",
+        f"A {dimension}-dimensional sentence encoder for {', '.join(languages) or 'unstated languages'} made "
+        f"with kalbert {meta.get('kalbert_version', __version__)} from `{meta.get('source', '?')}`.",
+        "",
+        f"Modules: {' -> '.join(modules)}; max sequence length {max_seq_length} tokens (longer input is truncated).",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "model = SentenceTransformer('PATH/TO/THIS/FOLDER')",
+        "embeddings = model.encode(['첫 번째 문장', '두 번째 문장'])",
+        "```",
+        "",
+        "## Measured metrics",
+        "",
+    ]
+    metrics = meta.get("metrics") or []
+    if metrics:
+        body += ["| stage | data | metric | value |", "|---|---|---|---|"]
+        body += [f"| {m['stage']} | {m['data']} | {m['metric']} | {m['value']:.4f} |" for m in metrics]
+    else:
+        body.append("None measured yet (pass `--eval korsts:dev` to `kalbert sbert export`).")
+    body += ["", "## How it was made", ""]
+    for stage in meta.get("stages") or []:
+        command = stage.get("command")
+        body.append(f"- **{stage['stage']}**" + (f": `{command}`" if command else " (Python API)"))
+        facts = {k: v for k, v in stage.items() if k not in ("stage", "command", "config")}
+        if facts:
+            body.append("  " + ", ".join(f"{k}: {v}" for k, v in facts.items()))
+    body += ["", f"The full configuration of every stage is in `{META_FILE}`.", ""]
+    return "\n".join(front + body)
+
+
+def write_meta_and_card(folder: Path, meta: dict[str, Any], modules: list[str], dimension: int,
+                        max_seq_length: int) -> None:
+    atomic_write_json(folder / META_FILE, meta)
+    atomic_write_text(folder / "README.md", render_card(meta, modules, dimension, max_seq_length))

@@ -1,0 +1,49 @@
+"""Detect collapsed sentence embeddings, the known failure of ALBERT in sentence-transformers.
+
+A collapsed model maps every sentence to (nearly) the same vector: per-dimension variance goes to
+zero and all pairwise cosines become the same number, so STS Spearman drops to ~0.05. Both symptoms
+are measured on a fixed sample of sentences after every evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ADVICE = ("lower the learning rate (e.g. --lr 2e-5) or raise --warmup-ratio, use mean pooling and the CoSENT loss, "
+          "check the checkpoint is really pretrained, or distil from a teacher first (kalbert sbert distill)")
+
+
+@dataclass(frozen=True)
+class CollapseReport:
+    """Spread statistics of one batch of embeddings."""
+
+    relative_std: float
+    """Mean per-dimension standard deviation divided by the mean vector norm (0 when all vectors are equal)."""
+    mean_cosine: float
+    """Mean cosine similarity between different sentences."""
+    cosine_std: float
+    """Standard deviation of those cosines (near 0: every pair looks equally similar)."""
+    collapsed: bool
+    """True when either statistic is below its threshold."""
+
+    def describe(self) -> str:
+        state = "COLLAPSED" if self.collapsed else "healthy"
+        return (f"embeddings {state}: relative std {self.relative_std:.2e}, pairwise cosine "
+                f"{self.mean_cosine:.3f} ± {self.cosine_std:.2e}")
+
+
+def check_collapse(embeddings: np.ndarray, min_relative_std: float = 1e-3, min_cosine_std: float = 1e-3,
+                   max_pairs_sample: int = 512) -> CollapseReport:
+    """Measure the spread of ``embeddings`` ([n, dim], n >= 2) and call it collapsed below the thresholds."""
+    vectors = np.asarray(embeddings, dtype=np.float64)[:max_pairs_sample]
+    if vectors.ndim != 2 or len(vectors) < 2:
+        raise ValueError("check_collapse needs at least two embeddings")
+    norms = np.linalg.norm(vectors, axis=1)
+    relative_std = float(vectors.std(axis=0).mean() / max(norms.mean(), 1e-12))
+    unit = vectors / np.maximum(norms, 1e-12)[:, None]
+    cosines = (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
+    mean_cosine, cosine_std = float(cosines.mean()), float(cosines.std())
+    collapsed = relative_std < min_relative_std or cosine_std < min_cosine_std
+    return CollapseReport(relative_std, mean_cosine, cosine_std, collapsed)

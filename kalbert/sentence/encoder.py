@@ -1,0 +1,67 @@
+"""Load a sentence model and turn sentences into embeddings, the one way every kalbert stage does it.
+
+``encode`` is a thin layer over ``SentenceTransformer.encode`` (so a folder gives the same vectors in
+kalbert and in plain sentence-transformers, DESIGN §4) that adds what callers kept redoing: duplicate
+sentences are encoded once, and the result is always a float32 ``numpy`` array in input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kalbert.errors import KalbertError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+MODULES_FILE = "modules.json"
+
+
+def is_sentence_model(path: str | Path) -> bool:
+    """True for a SentenceTransformer folder (it has ``modules.json``)."""
+    return (Path(path) / MODULES_FILE).is_file()
+
+
+def load_sentence_model(path: str | Path, device: str | None = None, pooling: str = "mean") -> SentenceTransformer:
+    """A SentenceTransformer from a sentence-model folder, or from a plain ALBERT checkpoint.
+
+    A plain checkpoint (``config.json`` + weights + tokenizer, no ``modules.json``) is wrapped in memory
+    with ``pooling`` ("mean" or "cls"), so raw pretrained models can be benchmarked without an export.
+    Loading never touches the network.
+    """
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise KalbertError(f"model folder {path} not found", "pass a folder made by `kalbert sbert export|sts|distill`")
+    if not is_sentence_model(path):
+        from kalbert.sentence.export import build_sentence_model
+
+        return build_sentence_model(path, pooling=pooling, device=device)
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(str(path), device=device, local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        raise KalbertError(f"cannot load the sentence model in {path}: {str(exc).splitlines()[0]}",
+                           "re-export it with `kalbert sbert export`") from None
+
+
+def encode(model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 64, normalize: bool = False,
+           show_progress: bool = False) -> np.ndarray:
+    """Embeddings of ``sentences`` as a float32 array ``[len(sentences), dim]``, in input order.
+
+    Each distinct sentence is encoded once; sentence-transformers sorts them by length so that a batch
+    holds sentences of similar length (little padding).
+    """
+    if isinstance(sentences, str):
+        raise TypeError("encode() takes a sequence of sentences, not one string")
+    dim = model.get_embedding_dimension()
+    if len(sentences) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    unique, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
+    vectors = model.encode(list(unique), batch_size=batch_size, convert_to_numpy=True,
+                           normalize_embeddings=normalize, show_progress_bar=show_progress)
+    return np.asarray(vectors, dtype=np.float32)[inverse.reshape(-1)]

@@ -1,0 +1,254 @@
+"""`kalbert search`: a sentence-embedding index on disk, and exact nearest-neighbour queries on it.
+
+An index is a folder: ``embeddings.npy`` (float16, unit length, one row per sentence),
+``sentences.txt`` (one sentence per line) with ``offsets.npy`` (byte offsets, so a hit is read
+without loading the corpus), and ``index.json``. Building streams the corpus twice (write the
+sentences, then encode them in chunks straight into a memory-mapped array) and querying scans the
+embeddings in chunks, so a million sentences fit in a few GiB. Search is exact: faiss's flat
+inner-product index when faiss is installed, else chunked numpy matrix products.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from kalbert.datasets import DATASETS, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_output_dir, atomic_write_json, open_text
+from kalbert.sentence.encoder import load_sentence_model
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
+INDEX_FORMAT = "kalbert-search-index/1"
+META, EMBEDDINGS, SENTENCES, OFFSETS = "index.json", "embeddings.npy", "sentences.txt", "offsets.npy"
+SCAN_ROWS = 65536
+
+
+@dataclass
+class SearchBuildConfig:
+    """What to index and how."""
+
+    model: str
+    """Sentence-model folder used to encode the corpus (and later the queries)."""
+    corpus: str
+    """A text file with one sentence per line (.txt/.txt.gz), or a data set such as korsts:test or kowiki."""
+    out: str
+    """Index folder to write."""
+    batch_size: int = 128
+    """Sentences per encoding batch."""
+    chunk_size: int = 8192
+    """Sentences encoded per chunk (sorted by length within it); bounds memory during the build."""
+    max_sentences: int | None = None
+    """Index at most this many sentences (None: all)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    row: int
+    sentence: str
+
+
+@dataclass
+class QueryResult:
+    """Hits per query, best first, and notes such as truncation of long queries."""
+
+    queries: list[str]
+    hits: list[list[Hit]]
+    notes: list[str] = field(default_factory=list)
+    backend: str = "numpy"
+
+
+def corpus_sentences(source: str) -> Iterator[str]:
+    """Sentences of a file (one per line) or of a named data set (distinct sentences, in order)."""
+    name = source.partition(":")[0]
+    if name in DATASETS and not Path(source).exists():
+        ref_name, split = parse_ref(source)
+        kind = DATASETS[ref_name].kind
+        if kind == "corpus":
+            from kalbert.datasets import iter_documents
+
+            yield from (line for doc in iter_documents(source) for line in doc)
+            return
+        loaders = {"sts": (load_sts, "sentence1", "sentence2"), "pairs": (load_pairs, "sentence1", "sentence2"),
+                   "nli": (load_nli, "premise", "hypothesis")}
+        if kind not in loaders or split is None:
+            raise KalbertError(f"cannot index '{source}'", "give a text file, a corpus, or a split like korsts:test")
+        load, first, second = loaders[kind]
+        seen: set[str] = set()
+        for row in load(ref_name, split):
+            for text in (getattr(row, first), getattr(row, second)):
+                if text not in seen:
+                    seen.add(text)
+                    yield text
+        return
+    for line in open_text(source):
+        line = " ".join(line.split())
+        if line:
+            yield line
+
+
+def _write_sentences(source: str, folder: Path, limit: int | None) -> int:
+    offsets = array("q", [0])
+    with open(folder / SENTENCES, "wb") as handle:
+        for sentence in tqdm(corpus_sentences(source), desc="reading corpus", unit=" sent"):
+            handle.write(sentence.replace("\n", " ").replace("\r", " ").encode("utf-8") + b"\n")
+            offsets.append(handle.tell())
+            if limit and len(offsets) > limit:
+                break
+    np.save(folder / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
+    return len(offsets) - 1
+
+
+def _read_rows(folder: Path, offsets: np.ndarray, start: int, stop: int) -> list[str]:
+    with open(folder / SENTENCES, "rb") as handle:
+        handle.seek(int(offsets[start]))
+        data = handle.read(int(offsets[stop] - offsets[start]))
+    return data.decode("utf-8").split("\n")[: stop - start]
+
+
+def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
+    """Encode every corpus sentence into a float16 memory-mapped matrix; return the index folder."""
+    model = load_sentence_model(config.model)
+    started = time.perf_counter()
+    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+        count = _write_sentences(config.corpus, tmp, config.max_sentences)
+        if count == 0:
+            raise KalbertError(f"corpus {config.corpus} has no sentences", "give a file with one sentence per line")
+        dim = model.get_embedding_dimension()
+        offsets = np.load(tmp / OFFSETS)
+        matrix = np.lib.format.open_memmap(tmp / EMBEDDINGS, mode="w+", dtype=np.float16, shape=(count, dim))
+        with tqdm(total=count, desc="encoding", unit=" sent") as progress:
+            for start in range(0, count, config.chunk_size):
+                stop = min(start + config.chunk_size, count)
+                vectors = model.encode(_read_rows(tmp, offsets, start, stop), batch_size=config.batch_size,
+                                       convert_to_numpy=True, normalize_embeddings=True)
+                matrix[start:stop] = vectors.astype(np.float16)
+                progress.update(stop - start)
+        matrix.flush()
+        del matrix
+        atomic_write_json(tmp / META, {
+            "format": INDEX_FORMAT, "model": str(Path(config.model).resolve()), "count": count, "dim": dim,
+            "dtype": "float16", "normalized": True, "max_seq_length": model.max_seq_length,
+            "sentences_bytes": int(offsets[-1]), "build": asdict(config),
+            "seconds": round(time.perf_counter() - started, 1),
+        })
+    return Path(config.out)
+
+
+def _corrupt(folder: Path, what: str) -> KalbertError:
+    return KalbertError(f"search index {folder} is corrupted: {what}",
+                        "rebuild it with `kalbert search build` (the build writes it whole or not at all)")
+
+
+class SearchIndex:
+    """An opened index: embeddings memory-mapped, sentences read on demand, the model loaded at first query."""
+
+    def __init__(self, folder: str | Path, model: SentenceTransformer | str | None = None) -> None:
+        self.folder = Path(folder)
+        if not (self.folder / META).is_file():
+            raise KalbertError(f"{self.folder} is not a search index (no {META})",
+                               "build one with `kalbert search build`")
+        try:
+            self.meta = json.loads((self.folder / META).read_text(encoding="utf-8"))
+            count, dim = int(self.meta["count"]), int(self.meta["dim"])
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+            raise _corrupt(self.folder, f"{META} is unreadable") from None
+        if self.meta.get("format") != INDEX_FORMAT:
+            raise _corrupt(self.folder, f"unknown format {self.meta.get('format')!r}")
+        try:
+            self.embeddings = np.load(self.folder / EMBEDDINGS, mmap_mode="r")
+            self.offsets = np.load(self.folder / OFFSETS)
+        except (OSError, ValueError, EOFError) as exc:
+            raise _corrupt(self.folder, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        if self.embeddings.shape != (count, dim) or self.embeddings.dtype != np.float16:
+            raise _corrupt(self.folder, f"{EMBEDDINGS} holds {self.embeddings.shape} {self.embeddings.dtype}, "
+                                        f"expected ({count}, {dim}) float16")
+        sentences = self.folder / SENTENCES
+        if self.offsets.shape != (count + 1,) or not sentences.is_file() or \
+                sentences.stat().st_size != self.offsets[-1] or self.offsets[-1] != self.meta.get("sentences_bytes"):
+            raise _corrupt(self.folder, f"{SENTENCES} does not match {OFFSETS}")
+        self._model = model
+        self._faiss = None
+
+    def __len__(self) -> int:
+        return int(self.meta["count"])
+
+    @property
+    def model(self) -> SentenceTransformer:
+        if self._model is None or isinstance(self._model, str | Path):
+            self._model = load_sentence_model(self._model or self.meta["model"])
+        return self._model
+
+    def sentence(self, row: int) -> str:
+        return _read_rows(self.folder, self.offsets, row, row + 1)[0]
+
+    def _truncation_notes(self, queries: Sequence[str]) -> list[str]:
+        limit = self.model.max_seq_length
+        notes = []
+        for i, query in enumerate(queries):
+            length = len(self.model.tokenizer(query, truncation=False)["input_ids"])
+            if limit and length > limit:
+                notes.append(f"query {i + 1} has {length} tokens; it was truncated to the model's "
+                             f"maximum of {limit}")
+        return notes
+
+    def _scan_numpy(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        best_scores = np.full((len(vectors), 0), -np.inf, dtype=np.float32)
+        best_rows = np.zeros((len(vectors), 0), dtype=np.int64)
+        for start in range(0, len(self), SCAN_ROWS):
+            block = np.asarray(self.embeddings[start:start + SCAN_ROWS], dtype=np.float32)
+            scores = np.concatenate([best_scores, vectors @ block.T], axis=1)
+            rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, start + len(block)),
+                                                              (len(vectors), len(block)))], axis=1)
+            keep = np.argpartition(-scores, min(k, scores.shape[1]) - 1, axis=1)[:, :k]
+            best_scores = np.take_along_axis(scores, keep, axis=1)
+            best_rows = np.take_along_axis(rows, keep, axis=1)
+        order = np.argsort(-best_scores, axis=1, kind="stable")
+        return np.take_along_axis(best_scores, order, axis=1), np.take_along_axis(best_rows, order, axis=1)
+
+    def _scan_faiss(self, faiss, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._faiss is None:
+            self._faiss = faiss.IndexFlatIP(int(self.meta["dim"]))
+            for start in range(0, len(self), SCAN_ROWS):
+                self._faiss.add(np.ascontiguousarray(self.embeddings[start:start + SCAN_ROWS], dtype=np.float32))
+        scores, rows = self._faiss.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return scores, rows.astype(np.int64)
+
+    def query(self, queries: Sequence[str], k: int = 10) -> QueryResult:
+        """The ``k`` nearest sentences (cosine) of each query, best first."""
+        queries = [queries] if isinstance(queries, str) else list(queries)
+        if not queries or any(not q.strip() for q in queries):
+            raise KalbertError("empty query", "give one or more non-empty texts")
+        if k < 1:
+            raise KalbertError(f"-k must be positive, got {k}")
+        k = min(k, len(self))
+        notes = self._truncation_notes(queries)
+        vectors = self.model.encode(queries, convert_to_numpy=True, normalize_embeddings=True).astype(np.float32)
+        try:
+            import faiss
+        except ImportError:
+            faiss = None
+        scores, rows = self._scan_faiss(faiss, vectors, k) if faiss else self._scan_numpy(vectors, k)
+        hits = [[Hit(rank, float(score), int(row), self.sentence(int(row)))
+                 for rank, (score, row) in enumerate(zip(query_scores, query_rows, strict=True), start=1)]
+                for query_scores, query_rows in zip(scores, rows, strict=True)]
+        return QueryResult(queries, hits, notes, "faiss" if faiss else "numpy")
+
+
+def search_index(index: str | Path, queries: Sequence[str], k: int = 10, model: str | None = None) -> QueryResult:
+    """Open ``index`` and query it once (see :class:`SearchIndex` to reuse it across queries)."""
+    return SearchIndex(index, model).query(queries, k)

@@ -1,0 +1,189 @@
+"""`kalbert sbert sts`: train a sentence model on graded STS pairs and NLI-style pairs.
+
+Graded pairs (KorSTS, STS-B zh, CNSD) train with CoSENT (default), AnglE or cosine-MSE on score/5.
+NLI sets (KorNLI xnli dev, OCNLI) and paraphrase sets (AFQMC, ATEC) add (anchor, positive[, hard
+negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss). Every epoch (or
+``eval_steps``) the model is scored on the named dev split with sentence-transformers'
+EmbeddingSimilarityEvaluator, checked for collapse, and the best-scoring weights are what is saved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from kalbert.datasets import assert_trainable, get_spec, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta
+from kalbert.sentence.collapse import ADVICE
+from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
+from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref, sts_evaluator
+from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
+from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+
+log = logging.getLogger(__name__)
+STSLoss = Literal["cosent", "angle", "cosine"]
+TRAINABLE_KINDS = ("sts", "nli", "pairs")
+PROBE_SENTENCES = 256
+
+
+@dataclass
+class STSConfig:
+    """STS/NLI training of a sentence model."""
+
+    model: str
+    """A sentence-model folder (export/distill output) or a plain ALBERT checkpoint (wrapped with ``pooling``)."""
+    out: str
+    """Output sentence-model folder (the best evaluated checkpoint)."""
+    train: list[str] = field(default_factory=lambda: ["korsts:train"])
+    """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train)."""
+    eval: str = "korsts:dev"
+    """STS dev split that picks the best checkpoint."""
+    test: list[str] = field(default_factory=list)
+    """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
+    loss: STSLoss = "cosent"
+    """Loss for graded pairs."""
+    pooling: Pooling = "mean"
+    """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
+    max_seq_length: int = 128
+    """Tokens per sentence; longer sentences are truncated."""
+    max_rows: int | None = None
+    """Use at most this many rows of each training set (None: all)."""
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    """Optimisation and evaluation schedule."""
+
+
+@dataclass
+class STSResult:
+    """Where the model went and how it scored."""
+
+    out: Path
+    dev: float
+    test: dict[str, float]
+    fit: FitResult
+
+
+def _train_refs(refs: list[str], eval_ref: str) -> list[tuple[str, str]]:
+    resolved = []
+    for ref in refs:
+        name, split = parse_ref(ref)
+        spec = get_spec(name)
+        if spec.kind not in TRAINABLE_KINDS:
+            raise KalbertError(f"'{name}' is a {spec.kind} data set; --train takes STS, NLI or pair sets",
+                               "e.g. korsts, kornli:dev, ocnli, afqmc, stsb-zh")
+        split = split or ("train" if "train" in spec.splits else None)
+        if split is None:
+            raise KalbertError(f"'{name}' has no train split", f"name one: {', '.join(spec.splits)}")
+        assert_trainable(name, split)
+        if f"{name}:{split}" == eval_ref:
+            raise KalbertError(f"{name}:{split} is both training and evaluation data", "evaluate on another split")
+        resolved.append((name, split))
+    if not resolved:
+        raise KalbertError("no training data", "pass --train, e.g. --train korsts")
+    return resolved
+
+
+def _cap(rows: list, limit: int | None) -> list:
+    return rows[:limit] if limit else rows
+
+
+def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
+    from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
+
+    pairs = _cap(load_sts(name, split), limit)
+    loss = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}[loss_name](model)
+    return TrainTask(f"{name}:{split}", [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs]],
+                     np.array([p.score / 5.0 for p in pairs], dtype=np.float32), loss)
+
+
+def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -> list[TrainTask]:
+    """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    if kind == "pairs":
+        rows = [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]
+        groups = {2: rows}
+    else:
+        by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for pair in load_nli(name, split):
+            by_premise[pair.premise][pair.label].append(pair.hypothesis)
+        groups = {2: [], 3: []}
+        for premise, hyps in by_premise.items():
+            for i, positive in enumerate(hyps["entailment"]):
+                negatives = hyps["contradiction"]
+                if negatives:
+                    groups[3].append((premise, positive, negatives[i % len(negatives)]))
+                else:
+                    groups[2].append((premise, positive))
+    loss = MultipleNegativesRankingLoss(model)
+    tasks = []
+    for width, rows in groups.items():
+        rows = _cap(rows, limit)
+        if rows:
+            columns = [[row[c] for row in rows] for c in range(width)]
+            tasks.append(TrainTask(f"{name}:{split}/{width}", columns, np.zeros(len(rows), dtype=np.float32), loss))
+    return tasks
+
+
+def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None) -> list[TrainTask]:
+    tasks: list[TrainTask] = []
+    for name, split in refs:
+        kind = get_spec(name).kind
+        if kind == "sts":
+            tasks.append(_sts_task(model, name, split, loss, limit))
+        else:
+            tasks += _ranking_tasks(model, name, split, kind, limit)
+    return tasks
+
+
+def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
+    """Train, keep the best dev checkpoint, score it on ``config.test``, save it to ``config.out``."""
+    eval_name, eval_split = parse_sts_ref(config.eval)
+    refs = _train_refs(config.train, f"{eval_name}:{eval_split}")
+    test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
+    if Path(config.out).exists() and not overwrite:
+        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    model = load_sentence_model(config.model, pooling=config.pooling)
+    set_max_seq_length(model, config.max_seq_length)
+    tasks = build_tasks(model, refs, config.loss, config.max_rows)
+    evaluator = sts_evaluator(config.eval, config.loop.batch_size)
+
+    def evaluate() -> tuple[float, dict[str, float]]:
+        metrics = evaluator(model)
+        return float(metrics[evaluator.primary_metric]), {k: float(v) for k, v in metrics.items()}
+
+    probe = list(dict.fromkeys(evaluator.sentences1 + evaluator.sentences2))[:PROBE_SENTENCES]
+    log.info("training on %s", ", ".join(f"{t.name} ({len(t)} rows)" for t in tasks))
+    result = fit(model, tasks, evaluate, probe, config.loop)
+    if result.best is None:
+        raise KalbertError(f"training collapsed before any healthy evaluation "
+                           f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
+    test = {ref: evaluate_sts(model, ref, config.loop.batch_size) for ref in test_refs}
+
+    source = Path(config.model)
+    meta = (read_meta(source) if is_sentence_model(source) else {}) or new_meta(folder_languages(source), str(source))
+    if not meta.get("languages"):
+        meta["languages"] = sorted({get_spec(name).lang for name, _ in refs})
+    add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
+              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse)
+    add_metric(meta, "sts", f"{eval_name}:{eval_split}", "spearman_cosine", result.best.score)
+    for ref, score in test.items():
+        add_metric(meta, "sts", ref, "spearman_cosine", score)
+    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+        save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None)
+        atomic_write_json(tmp / "training_log.json", {"stage": "sts", "history": result.records()})
+    return STSResult(Path(config.out), result.best.score, test, result)
+
+
+def summary(result: STSResult) -> str:
+    """One line per score, for the CLI and the lead's main job."""
+    lines = [f"sentence model: {result.out} (best step {result.fit.best.step} of {result.fit.steps})",
+             f"  dev Spearman: {result.dev:.4f}"]
+    lines += [f"  {ref} Spearman: {score:.4f}" for ref, score in result.test.items()]
+    return "\n".join(lines)

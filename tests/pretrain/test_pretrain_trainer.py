@@ -1,0 +1,183 @@
+"""`pretrain`: masked-only MLM head, export, exact resume, damaged checkpoints, NaN, interrupts, further-pretraining."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+
+import pytest
+import torch
+from pretrain_helpers import tiny_run
+from transformers import AlbertForPreTraining, AutoModel, AutoTokenizer
+
+from kalbert.errors import KalbertError
+from kalbert.pretrain import PretrainingData, pretrain
+from kalbert.pretrain.checkpoint import LATEST, checkpoint_dirs, latest_checkpoint
+from kalbert.pretrain.masking import MaskingConfig, collate
+from kalbert.pretrain.objective import PretrainingObjective
+from kalbert.pretrain.presets import albert_config
+from kalbert.pretrain.trainer import Trainer
+
+
+def _metrics(run) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, ko_data):
+    """A complete 6-step run (checkpoints at 3 and 6) that other tests copy or continue from."""
+    out = tmp_path_factory.mktemp("runs") / "base"
+    pretrain(tiny_run(ko_data, out))
+    return out
+
+
+def test_masked_positions_head_equals_the_full_head(ko_data):
+    data = PretrainingData.open(ko_data)
+    instances = data.split("train")
+    batch = collate([instances[i] for i in range(8)], list(range(8)), (1, 0, 0), MaskingConfig(), data.vocab_size)
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(albert_config(tiny_run(ko_data, "unused").model, data.vocab_size)).eval()
+    out = PretrainingObjective(model, "mlm+sop")(**batch)
+    reference = model(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                      attention_mask=batch["attention_mask"], labels=batch["labels"],
+                      sentence_order_label=batch["sop_labels"]).loss
+    ours = out["mlm_loss_sum"] / out["masked"] + out["sop_loss_sum"] / 8
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-5)
+
+
+def test_run_exports_a_model_that_loads_anywhere(finished_run):
+    model_dir = finished_run / "model"
+    for name in ("config.json", "model.safetensors", "spiece.model", "tokenizer.json", "tokenizer_config.json",
+                 "kalbert.json", "README.md", "learning_curves.png"):
+        assert (model_dir / name).exists(), name
+    assert type(AutoModel.from_pretrained(model_dir)).__name__ == "AlbertModel"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    assert tokenizer.convert_ids_to_tokens(tokenizer("배우들의 연기")["input_ids"])[0] == "[CLS]"
+    records = _metrics(finished_run)
+    held = [r for r in records if r["split"] == "heldout"]
+    assert [r["step"] for r in held] == [0, 3, 6]
+    assert all(0 <= r["mlm_accuracy"] <= 1 and 0 <= r["sop_accuracy"] <= 1 and r["perplexity"] > 1 for r in held)
+    assert [r["step"] for r in records if r["split"] == "train"] == [1, 2, 3, 4, 5, 6]
+    meta = json.loads((model_dir / "kalbert.json").read_text(encoding="utf-8"))
+    assert meta["steps"] == 6 and meta["final_eval"]["mlm_accuracy"] == held[-1]["mlm_accuracy"]
+
+
+def test_resume_after_a_kill_reproduces_the_uninterrupted_run(finished_run, ko_data, tmp_path):
+    killed = tmp_path / "killed"
+    shutil.copytree(finished_run, killed)
+    shutil.rmtree(killed / "model")
+    step6 = killed / "checkpoints" / "step-0000006"
+    (step6 / "model.safetensors").write_bytes(b"half-written")  # died while writing step 6
+    (killed / "checkpoints" / ".step-0000009.abc.partial").mkdir()  # a temp folder left by kill -9
+    assert latest_checkpoint(killed).name == "step-0000003"
+    pretrain(tiny_run(ko_data, killed, resume=True))
+    expected = [r for r in _metrics(finished_run) if r["step"] > 3]
+    resumed = [r for r in _metrics(killed) if r["step"] > 3]
+    strip = ("tokens_per_s",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in resumed] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in expected]
+    a = AlbertForPreTraining.from_pretrained(finished_run / "model").state_dict()
+    b = AlbertForPreTraining.from_pretrained(killed / "model").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((killed / "checkpoints").glob(".*.partial"))
+
+
+def test_existing_run_and_changed_config_are_refused(finished_run, ko_data):
+    with pytest.raises(KalbertError, match="already holds a run"):
+        pretrain(tiny_run(ko_data, finished_run))
+    with pytest.raises(KalbertError, match="lr"):
+        pretrain(tiny_run(ko_data, finished_run, resume=True, lr=0.5))
+    with pytest.raises(KalbertError, match="does not split"):
+        pretrain(tiny_run(ko_data, finished_run.parent / "odd", batch_size=7, grad_accum=2))
+
+
+def test_nan_loss_stops_and_names_the_last_good_checkpoint(ko_data, tmp_path, monkeypatch):
+    forward = PretrainingObjective.forward
+    calls = {"n": 0}
+
+    def poisoned(self, **batch):
+        out = forward(self, **batch)
+        calls["n"] += self.training
+        if calls["n"] > 4:
+            out["mlm_loss_sum"] = out["mlm_loss_sum"] * float("nan")
+        return out
+
+    monkeypatch.setattr(PretrainingObjective, "forward", lambda self, **b: poisoned(self, **b))
+    with pytest.raises(KalbertError, match=r"NaN/inf at step 5; last good checkpoint: .*step-0000003"):
+        pretrain(tiny_run(ko_data, tmp_path / "nan"))
+
+
+def test_interrupt_saves_a_checkpoint_and_resume_finishes(ko_data, tmp_path, monkeypatch):
+    step = Trainer.train_step
+
+    def interrupted(self, stop_requested):
+        if self.step == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return step(self, stop_requested)
+
+    monkeypatch.setattr(Trainer, "train_step", interrupted)
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(tiny_run(ko_data, out, steps=4, save_every=10))
+    assert (out / "checkpoints" / LATEST).read_text().strip() == "step-0000002"
+    monkeypatch.setattr(Trainer, "train_step", step)
+    assert pretrain(tiny_run(ko_data, out, steps=4, save_every=10, resume=True)).exists()
+    assert [c.name for c in checkpoint_dirs(out)] == ["step-0000004", "step-0000002"]
+
+
+def test_further_pretraining_from_an_export(finished_run, ko_data, tmp_path):
+    out = pretrain(tiny_run(ko_data, tmp_path / "further", init_from=str(finished_run / "model"), objective="mlm",
+                            steps=2, eval_every=2, save_every=2))
+    held = [r for r in _metrics(tmp_path / "further") if r["split"] == "heldout"]
+    assert held[-1]["sop_accuracy"] is None and held[-1]["mlm_accuracy"] >= 0
+    assert AutoModel.from_pretrained(out).config.vocab_size == PretrainingData.open(ko_data).vocab_size
+    small = tmp_path / "small-vocab-model"
+    AlbertForPreTraining(albert_config(tiny_run(ko_data, "x").model, 300)).save_pretrained(small)
+    with pytest.raises(KalbertError, match="vocab/model mismatch"):
+        pretrain(tiny_run(ko_data, tmp_path / "mismatch", init_from=str(small)))
+
+
+def test_further_pretraining_grows_an_extended_vocabulary(finished_run, ko_vocab, ko_corpus, tmp_path):
+    from kalbert.pretrain import DataBuildConfig, build_pretraining_data
+    from kalbert.vocab import VocabExtendConfig, extend_vocab
+
+    words = tmp_path / "words.txt"
+    words.write_text("대한민국임시정부\n영화관람객\n", encoding="utf-8")
+    extended, _ = extend_vocab(VocabExtendConfig(base=str(ko_vocab), out=str(tmp_path / "vocab-x"), words=str(words)))
+    data = build_pretraining_data(DataBuildConfig(vocab=str(extended), inputs=[str(ko_corpus)],
+                                                  out=str(tmp_path / "data-x"), max_seq_length=64,
+                                                  max_documents=100, heldout_fraction=0.05, processes=1))
+    out = pretrain(tiny_run(data, tmp_path / "grown", init_from=str(finished_run / "model"), steps=2))
+    grown = AlbertForPreTraining.from_pretrained(out)
+    old = AlbertForPreTraining.from_pretrained(finished_run / "model")
+    assert grown.config.vocab_size == PretrainingData.open(data).vocab_size > old.config.vocab_size
+    assert grown.predictions.bias.shape[0] == grown.config.vocab_size
+
+
+def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    reference = tmp_path / "reference"
+    pretrain(tiny_run(ko_data, reference, steps=12, save_every=1, eval_every=4))
+    killed = tmp_path / "killed"
+    command = [sys.executable, "-m", "kalbert", "pretrain", "--data", str(ko_data), "--out", str(killed),
+               "--steps", "12", "--batch-size", "8", "--embedding-size", "16", "--hidden-size", "32",
+               "--num-layers", "2", "--num-heads", "2", "--intermediate-size", "64", "--eval-every", "4",
+               "--eval-instances", "16", "--save-every", "1", "--log-every", "1", "--warmup-fraction", "0.2",
+               "--threads", "1", "--no-tensorboard"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    latest = killed / "checkpoints" / LATEST
+    deadline = time.time() + 300
+    while time.time() < deadline and not (latest.exists() and latest.read_text().strip() >= "step-0000005"):
+        time.sleep(0.05)
+    process.kill()  # SIGKILL, whatever it is writing
+    process.wait()
+    assert latest_checkpoint(killed) is not None
+    pretrain(tiny_run(ko_data, killed, steps=12, save_every=1, eval_every=4, resume=True))
+    strip = ("tokens_per_s",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(killed)] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in _metrics(reference)]

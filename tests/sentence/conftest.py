@@ -1,0 +1,90 @@
+"""Sentence-model fixtures: a tiny random ALBERT on the session's Korean vocab, its exported
+sentence model, a narrower "teacher", and a tiny data root (cut from ../shared/data) that tests
+point KALBERT_DATA at so that training and evaluation take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kalbert.datasets import data_path
+from kalbert.errors import KalbertError
+
+TINY_FILES = {  # registry file -> lines kept (header included)
+    ("korsts", "train"): 97,
+    ("korsts", "dev"): 49,
+    ("korsts", "test"): 49,
+    ("kornli", "dev"): 61,
+    ("tatoeba-en-ko", None): 301,
+    ("parallel-xnli-test", None): 21,
+}
+
+
+def _albert(folder: Path, vocab: Path, hidden: int, languages: list[str], seed: int) -> Path:
+    import torch
+    from transformers import AlbertConfig, AlbertModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(vocab))
+    torch.manual_seed(seed)
+    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=hidden, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64)
+    AlbertModel(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    shutil.copyfile(vocab / "spiece.model", folder / "spiece.model")
+    (folder / "kalbert.json").write_text(json.dumps({"languages": languages}), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_albert(tmp_path_factory, ko_vocab) -> Path:
+    """A random ALBERT checkpoint (hidden 32, 2 layers) with the Korean test vocab's tokenizer."""
+    return _albert(tmp_path_factory.mktemp("albert") / "tiny", ko_vocab, 32, ["ko"], seed=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_sbert(tmp_path_factory, tiny_albert) -> Path:
+    """``tiny_albert`` exported as a SentenceTransformer folder (mean pooling, 48 tokens)."""
+    from kalbert.sentence.export import ExportConfig, export_sentence_model
+
+    out = tmp_path_factory.mktemp("sbert") / "tiny"
+    return export_sentence_model(ExportConfig(model=str(tiny_albert), out=str(out), max_seq_length=48))
+
+
+@pytest.fixture(scope="session")
+def tiny_teacher(tmp_path_factory, ko_vocab) -> Path:
+    """A 24-wide random "English" sentence model, so distillation needs a projection."""
+    from kalbert.sentence.export import ExportConfig, export_sentence_model
+
+    folder = tmp_path_factory.mktemp("teacher")
+    checkpoint = _albert(folder / "ckpt", ko_vocab, 24, ["en"], seed=2)
+    return export_sentence_model(ExportConfig(model=str(checkpoint), out=str(folder / "st"), normalize=True))
+
+
+@pytest.fixture(scope="session")
+def tiny_data_root(tmp_path_factory) -> Path:
+    """The first rows of a few registry files, at their registry paths under a temp data root."""
+    from kalbert.datasets import get_spec
+
+    root = tmp_path_factory.mktemp("data")
+    for (name, split), lines in TINY_FILES.items():
+        try:
+            (source,) = data_path(name, split)
+        except KalbertError as exc:
+            pytest.skip(f"shared data missing: {exc}")
+        (rel,) = get_spec(name).splits[split or "all"]
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(source, encoding="utf-8") as handle:
+            target.write_text("".join(line for _, line in zip(range(lines), handle, strict=False)), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def tiny_data(tiny_data_root, monkeypatch) -> Path:
+    """Point the data registry at ``tiny_data_root`` for one test."""
+    monkeypatch.setenv("KALBERT_DATA", str(tiny_data_root))
+    return tiny_data_root

@@ -1,0 +1,64 @@
+"""STS training: a few steps on tiny KorSTS produce a folder holding the best dev checkpoint and its
+scores; evaluation splits are never trained on; NLI rows become in-batch-negative triplets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kalbert.errors import KalbertError
+from kalbert.sentence import load_sentence_model
+from kalbert.sentence.evaluate import evaluate_sts
+from kalbert.sentence.loop import LoopConfig
+from kalbert.sentence.sts import STSConfig, build_tasks, summary, train_sts
+
+
+def test_sts_training_keeps_the_best_checkpoint(tiny_sbert, tiny_data, tmp_path):
+    config = STSConfig(model=str(tiny_sbert), out=str(tmp_path / "sts"), train=["korsts", "kornli:dev"],
+                       test=["korsts:test"], loop=LoopConfig(lr=1e-3, batch_size=16, max_steps=6, eval_steps=2))
+    result = train_sts(config)
+    assert [e.step for e in result.fit.history] == [0, 2, 4, 6]
+    assert result.fit.best.score == max(e.score for e in result.fit.history[1:]) == result.dev
+    reloaded = load_sentence_model(result.out)
+    assert evaluate_sts(reloaded, "korsts:dev") == pytest.approx(result.dev, abs=1e-4)
+    meta = json.loads((result.out / "kalbert.json").read_text())
+    assert [s["stage"] for s in meta["stages"]] == ["export", "sts"]
+    assert {m["data"] for m in meta["metrics"] if m["stage"] == "sts"} == {"korsts:dev", "korsts:test"}
+    assert len(json.loads((result.out / "training_log.json").read_text())["history"]) == 4
+    assert "korsts:test Spearman" in summary(result)
+
+
+@pytest.mark.parametrize(("train", "message"), [
+    (["korsts:test"], "evaluation split"),
+    (["korsts:dev"], "both training and evaluation"),
+    (["kobest-copa"], "mc data set"),
+    (["kornli"], "no train split"),
+])
+def test_evaluation_data_is_never_trained_on(tiny_sbert, tmp_path, train, message):
+    with pytest.raises(KalbertError, match=message):
+        train_sts(STSConfig(model=str(tiny_sbert), out=str(tmp_path / "x"), train=train))
+
+
+def test_nli_rows_become_triplets_with_hard_negatives(tiny_sbert, tiny_data):
+    model = load_sentence_model(tiny_sbert)
+    tasks = build_tasks(model, [("kornli", "dev"), ("korsts", "train")], "angle", limit=None)
+    by_name = {task.name: task for task in tasks}
+    triplets = by_name["kornli:dev/3"]
+    assert len(triplets.columns) == 3 and len(triplets) > 0
+    assert triplets.columns[1][0] != triplets.columns[2][0]
+    graded = by_name["korsts:train"]
+    assert 0.0 <= graded.labels.min() and graded.labels.max() <= 1.0
+    assert type(graded.loss).__name__ == "AnglELoss"
+
+
+def test_cli_sts_prints_scores(tiny_sbert, tiny_data, tmp_path, capsys):
+    from kalbert.cli.main import main
+
+    out = tmp_path / "cli"
+    code = main(["sbert", "sts", "--model", str(tiny_sbert), "--train", "korsts", "--test", "korsts:test",
+                 "--out", str(out), "--max-steps", "2", "--batch-size", "16", "--lr", "1e-3"])
+    printed = capsys.readouterr().out
+    assert code == 0 and (out / "modules.json").is_file()
+    assert "dev Spearman" in printed and "korsts:test Spearman" in printed
+    assert main(["sbert", "sts", "--model", str(tiny_sbert), "--out", str(out)]) == 2  # exists, no --overwrite
