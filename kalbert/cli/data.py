@@ -16,7 +16,7 @@ def register(nouns) -> None:
         verbs,
         "build",
         "build SOP pretraining instances (memory-mapped shards with word/morpheme flags) from corpora",
-        "kalbert data build --vocab outputs/vocab-ko-32k --input kowiki --max-documents 5000 "
+        "kalbert data build --vocab vocab/ko-32k --input kowiki --max-documents 5000 "
         "--out outputs/data-kowiki-5k",
         _build,
     )

@@ -9,7 +9,7 @@ import os
 from kalbert.cli.common import positive_int
 
 EXAMPLES = """examples:
-  kalbert data build --vocab outputs/vocab-ko-32k --input kowiki --max-documents 5000 --out outputs/data-kowiki-5k
+  kalbert data build --vocab vocab/ko-32k --input kowiki --max-documents 5000 --out outputs/data-kowiki-5k
   kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/pretrain-tiny --steps 300
   kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/pretrain-tiny --steps 300 --resume
   kalbert pretrain --data outputs/data-kowiki-5k --init-from outputs/pretrain-tiny/model --objective mlm \\
