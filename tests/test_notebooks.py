@@ -41,9 +41,9 @@ def _tiny_checkpoint(folder: Path, vocab: Path, corpus: Path) -> Path:
 
     data = build_pretraining_data(DataBuildConfig(vocab=str(vocab), inputs=[str(corpus)], out=str(folder / "data"),
                                                   max_seq_length=64, max_documents=200, processes=1))
-    return pretrain(PretrainConfig(data=str(data), out=str(folder / "run"), model=ModelConfig(preset="tiny", **TINY_MODEL),
-                                   steps=20, batch_size=8, eval_every=20, save_every=20, log_every=5, threads=2,
-                                   tensorboard=False))
+    model = ModelConfig(preset="tiny", **TINY_MODEL)
+    return pretrain(PretrainConfig(data=str(data), out=str(folder / "run"), model=model, steps=20, batch_size=8,
+                                   eval_every=20, save_every=20, log_every=5, threads=2, tensorboard=False))
 
 
 @pytest.fixture(scope="session")
@@ -86,5 +86,6 @@ def test_notebook_runs(name, tmp_path, request):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "strip outputs"
     values = {**_fixture_parameters(name, request), **SMALL_PARAMETERS.get(name, {})}
     _with_parameters(notebook, values, tmp_path / "out")
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    resources = {"metadata": {"path": str(tmp_path)}}
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3", resources=resources)
     client.execute()
