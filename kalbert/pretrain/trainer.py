@@ -36,7 +36,7 @@ from kalbert.io import atomic_write_json
 from kalbert.pretrain.card import invocation
 from kalbert.pretrain.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from kalbert.pretrain.curves import METRICS, truncate_metrics
-from kalbert.pretrain.data import PretrainingData, sha256_file
+from kalbert.pretrain.data import PretrainingData, sha256_file, vocab_language
 from kalbert.pretrain.distributed import DistEnv, setup_distributed, teardown_distributed
 from kalbert.pretrain.export import export_model
 from kalbert.pretrain.masking import IGNORE, MaskingConfig, collate
@@ -495,6 +495,7 @@ class Trainer:
                 self.writer.close()
             meta = {
                 "kalbert_version": __version__, "kind": "pretrained-model", "command": self.run_meta["command"],
+                "languages": vocab_language(self.data.vocab_dir).split("+"),
                 "resumed_with": self.run_meta.get("resumed_with", []),
                 "model": self.description, "config": asdict(self.config), "data": str(self.data.folder),
                 "data_vocab_sha256": self.data.vocab_sha256, "max_seq_length": self.data.meta["max_seq_length"],
