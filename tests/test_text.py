@@ -58,11 +58,12 @@ def test_pieces_always_concatenate_to_the_word():
         assert ["".join(pieces) for pieces in words] == line.split()
 
 
-def test_batched_analysis_matches_single_runs():
-    lines = ["대한민국 형사소송법 제282조는 필요적 변호에 대한 조문이다", "영화가 정말 재미있었다"]
-    batched = make_segmenter("ko").segment(lines)
-    single = [make_segmenter("ko").segment([line])[0] for line in lines]
-    assert batched == single
+def test_analysis_does_not_depend_on_what_else_is_segmented():
+    lines = ["대한민국 형사소송법 제282조는 필요적 변호에 대한 조문이다", "예시들도 달한다 타르네에서 대한매일 내의"]
+    together = make_segmenter("ko").segment(lines)
+    alone = [make_segmenter("ko").segment([line])[0] for line in lines]
+    word_by_word = [" ".join(make_segmenter("ko").segment([w])[0] for w in line.split()) for line in lines]
+    assert together == alone == word_by_word
 
 
 def test_none_segmenter_is_identity():

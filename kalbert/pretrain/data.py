@@ -33,7 +33,7 @@ from kalbert.io import atomic_output_dir, atomic_write_json
 from kalbert.pretrain.card import invocation, write_data_card
 from kalbert.pretrain.instances import Document, Instance, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
-from kalbert.pretrain.tokens import WordAnalyzer, encode_sentences
+from kalbert.pretrain.tokens import encode_sentences
 from kalbert.text import make_segmenter, normalize_text, split_sentences
 from kalbert.vocab.files import SPIECE, check_special_ids, load_processor, spiece_path
 
@@ -104,7 +104,7 @@ _STATE: dict[str, object] = {}
 def _init_worker(config: DataBuildConfig) -> None:
     _STATE["config"] = config
     _STATE["processor"] = load_processor(config.vocab)
-    _STATE["analyzer"] = WordAnalyzer(make_segmenter(vocab_language(Path(config.vocab))))
+    _STATE["segmenter"] = make_segmenter(vocab_language(Path(config.vocab)))
 
 
 def _is_heldout(document: list[str], fraction: float) -> bool:
@@ -116,7 +116,7 @@ def _process_task(task: tuple[int, list[list[str]]]) -> tuple[dict[str, list[Ins
     number, raw_documents = task
     config: DataBuildConfig = _STATE["config"]  # type: ignore[assignment]
     texts = [[s for line in doc for s in split_sentences(normalize_text(line))] for doc in raw_documents]
-    encoded = iter(encode_sentences([s for doc in texts for s in doc], _STATE["processor"], _STATE["analyzer"]))
+    encoded = iter(encode_sentences([s for doc in texts for s in doc], _STATE["processor"], _STATE["segmenter"]))
     documents: dict[str, list[Document]] = {split: [] for split in SPLITS}
     stats = {split: Counter() for split in SPLITS}
     for raw, sentences in zip(raw_documents, texts, strict=True):

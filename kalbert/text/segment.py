@@ -3,8 +3,8 @@
 Only the boundaries *inside* a whitespace word matter to the vocabulary (DESIGN §2): they are
 marked with :data:`BOUNDARY` and handed to SentencePiece as ``pretokenization_delimiter``, while
 spaces stay spaces. That makes a per-word cache valid and fast: Korean words repeat a lot, so
-mecab only ever sees each distinct Hangul run once per worker, and it sees them in large batches
-(one lattice for thousands of runs) instead of one Python call per sentence.
+mecab only ever sees each distinct Hangul run once per worker, on its own, so the result depends
+on the text alone and never on how it was chunked across processes.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ def _run(groups: tuple[str, str, str]) -> tuple[int, str]:
     """(kind, text) of one ``_RUNS.findall`` match; kind 1: Hangul, 2: Han, 3: anything else."""
     hangul, han, other = groups
     return (1, hangul) if hangul else (2, han) if han else (3, other)
-_BATCH_CHARS = 20_000
 
 
 class MecabAnalyzer:
-    """Splits Hangul runs into morphemes with python-mecab-ko, batched and cached.
+    """Splits Hangul runs into morphemes with python-mecab-ko, one lattice per distinct run, cached.
 
-    Runs are analysed out of their sentence: the boundaries mecab puts inside a word depend
-    little on its neighbours, and a word-level cache is what makes corpus-scale segmentation fast
-    (see benchmarks/segmentation_speed.py, which also measures the agreement with in-sentence analysis).
+    Each run is analysed on its own, out of its sentence: its morphemes are then a function of the
+    run alone (the same for any batching, process count or hash seed), and a run-level cache is what
+    makes corpus-scale segmentation fast. benchmarks/segmentation_speed.py measures the agreement with
+    in-sentence analysis.
     """
 
     name = "mecab"
@@ -63,17 +63,10 @@ class MecabAnalyzer:
         """Return the morphemes of each run (a cache lookup for runs seen before)."""
         if len(self._cache) > _CACHE_LIMIT:  # clear before looking up, never between lookup and use
             self._cache.clear()
-        wanted = {run for run in runs if run not in self._cache}
-        batch: list[str] = []
-        size = 0
-        for run in wanted:
-            batch.append(run)
-            size += len(run) + 1
-            if size >= _BATCH_CHARS:
-                self._analyze(batch)
-                batch, size = [], 0
-        if batch:
-            self._analyze(batch)
+        for run in runs:
+            if run not in self._cache:
+                pieces = self._parse(run)
+                self._cache[run] = tuple(pieces) if "".join(pieces) == run else (run,)
         return self._cache
 
     def _parse(self, text: str) -> list[str]:
@@ -84,23 +77,6 @@ class MecabAnalyzer:
             raise KalbertError(f"mecab failed: {self._tagger.what()}")
         lines = lattice.to_string().split("\n")
         return [line.split("\t", 1)[0] for line in lines if "\t" in line]
-
-    def _analyze(self, batch: list[str]) -> None:
-        # Every run sits between the same "." morphemes, so its analysis never depends on which
-        # other runs share the batch: results are identical for any chunking or process count.
-        surfaces = self._parse(". " + " . ".join(batch) + " .")
-        position = 1
-        for run in batch:
-            pieces: list[str] = []
-            covered = 0
-            while covered < len(run) and position < len(surfaces):
-                pieces.append(surfaces[position])
-                covered += len(surfaces[position])
-                position += 1
-            position += 1  # the "." after the run
-            if "".join(pieces) != run:  # misaligned (should not happen): keep the run whole
-                pieces = [run]
-            self._cache[run] = tuple(pieces)
 
 
 class JiebaAnalyzer:
@@ -171,7 +147,7 @@ class Segmenter:
         return out
 
     def _segment_new_words(self, words: set[str]) -> None:
-        """Fill the word cache for ``words``: analyse their Hangul/Han runs in one batch per script."""
+        """Fill the word cache for ``words``: analyse their distinct Hangul/Han runs with each script's analyzer."""
         hangul_only = [w for w in words if _HANGUL_WORD.fullmatch(w)]  # most Korean words: one run
         mixed = words.difference(hangul_only)
         mixed_runs = {w: [_run(groups) for groups in _RUNS.findall(w)] for w in mixed}

@@ -10,7 +10,7 @@ from pretrain_helpers import SEQ_LEN
 
 from kalbert.errors import KalbertError
 from kalbert.pretrain import DataBuildConfig, PretrainingData, build_pretraining_data
-from kalbert.pretrain.tokens import MORPHEME_START, WORD_START, WordAnalyzer, encode_sentences
+from kalbert.pretrain.tokens import MORPHEME_START, WORD_START, encode_sentences
 from kalbert.text import make_segmenter
 from kalbert.vocab import load_processor
 
@@ -48,7 +48,7 @@ def test_build_is_deterministic_across_process_counts(tmp_path, ko_corpus, ko_vo
 
 def test_flags_mark_words_and_morphemes(ko_vocab):
     processor = load_processor(ko_vocab)
-    [(ids, flags)] = encode_sentences(["배우들의 연기도 좋았다"], processor, WordAnalyzer(make_segmenter("ko")))
+    [(ids, flags)] = encode_sentences(["배우들의 연기도 좋았다"], processor, make_segmenter("ko"))
     pieces = [processor.id_to_piece(int(i)) for i in ids]
     for piece, flag in zip(pieces, flags, strict=True):
         assert bool(flag & WORD_START) == piece.startswith("▁")
