@@ -45,15 +45,18 @@ def _announce(stage: str, folder: Path) -> bool:
 
 
 def _search_example(index: Path) -> None:
-    """Query the index with a KorSTS test sentence whose gold paraphrase (score 5) is indexed."""
+    """Query the index with a KorSTS test sentence and look for its gold paraphrase (score 5)."""
     from kalbert.sentence import search_index
 
     pair = next(p for p in load_sts("korsts", "test") if p.score >= 5.0 and p.sentence1 != p.sentence2)
-    result = search_index(index, [pair.sentence1], k=5)
+    hits = [hit for hit in search_index(index, [pair.sentence1], k=11).hits[0] if hit.sentence != pair.sentence1]
     print(f"  query: {pair.sentence1}")
-    for hit in result.hits[0]:
+    for rank, hit in enumerate(hits[:5], start=1):
         mark = "  <- its paraphrase in KorSTS" if hit.sentence == pair.sentence2 else ""
-        print(f"    {hit.rank}. {hit.score:.3f}  {hit.sentence}{mark}")
+        print(f"    {rank}. {hit.score:.3f}  {hit.sentence}{mark}")
+    found = [rank for rank, hit in enumerate(hits, start=1) if hit.sentence == pair.sentence2]
+    where = f"at rank {found[0]}" if found else "not in the top 10 (a longer pretraining run helps)"
+    print(f"  the gold paraphrase ({pair.sentence2}) is {where}")
 
 
 def run_demo(config: DemoConfig | None = None) -> dict[str, Path]:
