@@ -10,7 +10,6 @@ verifies the manifest and walks back to the newest complete checkpoint if the la
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from kalbert.io import atomic_write_json, atomic_write_text
+from kalbert.io import atomic_write_json, atomic_write_text, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +29,6 @@ LATEST = "latest"
 MANIFEST = "manifest.json"
 TRAINER_STATE = "trainer_state.pt"
 _NAME = re.compile(r"^step-(\d+)$")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync(path: Path) -> None:
@@ -68,7 +59,7 @@ def save_checkpoint(run_dir: Path, step: int, model, trainer_state: dict, keep: 
     try:
         model.save_pretrained(tmp)
         torch.save(trainer_state, tmp / TRAINER_STATE)
-        files = {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for p in sorted(tmp.iterdir())}
+        files = {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(tmp.iterdir())}
         for name in files:
             _fsync(tmp / name)
         atomic_write_json(tmp / MANIFEST, {"step": step, "files": files})
@@ -95,7 +86,7 @@ def verify_checkpoint(path: Path) -> str | None:
             file = path / name
             if not file.exists():
                 return f"{name} is missing"
-            if file.stat().st_size != expected["bytes"] or _sha256(file) != expected["sha256"]:
+            if file.stat().st_size != expected["bytes"] or sha256_file(file) != expected["sha256"]:
                 return f"{name} is damaged (size or checksum differs)"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"no readable {MANIFEST} ({exc.__class__.__name__})"

@@ -10,7 +10,6 @@ its spiece.model sha256 recorded, so training can refuse a mismatched vocabulary
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import multiprocessing as mp
@@ -29,7 +28,7 @@ from tqdm.auto import tqdm
 from kalbert import __version__
 from kalbert.datasets import iter_documents, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
 from kalbert.pretrain.card import invocation, write_data_card
 from kalbert.pretrain.instances import Document, Instance, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
@@ -68,14 +67,6 @@ class DataBuildConfig:
     """documents per unit of parallel work (also the pool that random B segments come from)"""
     shard_instances: int = 200_000
     """instances per shard file"""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def vocab_language(vocab: Path) -> str:

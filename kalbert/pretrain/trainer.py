@@ -32,11 +32,11 @@ from transformers import AlbertForPreTraining
 
 from kalbert import __version__
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_json
+from kalbert.io import atomic_write_json, sha256_file
 from kalbert.pretrain.card import invocation
 from kalbert.pretrain.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from kalbert.pretrain.curves import METRICS, truncate_metrics
-from kalbert.pretrain.data import PretrainingData, sha256_file, vocab_language
+from kalbert.pretrain.data import PretrainingData, vocab_language
 from kalbert.pretrain.distributed import DistEnv, setup_distributed, teardown_distributed
 from kalbert.pretrain.export import export_model
 from kalbert.pretrain.masking import IGNORE, MaskingConfig, collate

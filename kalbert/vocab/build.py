@@ -8,7 +8,6 @@ folder written atomically.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -28,7 +27,7 @@ from tqdm.auto import tqdm
 from kalbert import __version__
 from kalbert.datasets import get_spec, iter_documents, list_datasets, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import BOUNDARY, make_segmenter, segment_lines
 from kalbert.text.sentences import split_sentences
@@ -228,11 +227,7 @@ def _training_error(message: str, config: VocabBuildConfig) -> KalbertError:
 
 
 def _file_fingerprint(path: Path) -> dict[str, object]:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return {"path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
