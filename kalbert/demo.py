@@ -25,10 +25,12 @@ class DemoConfig:
     """sentences of kowiki sampled for the vocabulary"""
     documents: int = 4000
     """kowiki documents turned into SOP pretraining instances"""
-    pretrain_steps: int = 200
+    pretrain_steps: int = 400
     batch_size: int = 32
     max_seq_length: int = 128
-    sts_epochs: float = 1.0
+    sts_epochs: float = 3.0
+    sts_lr: float = 2e-4
+    """a tiny model needs a larger learning rate than sentence-transformers' default"""
 
 
 def _done(folder: Path) -> bool:
@@ -99,7 +101,7 @@ def run_demo(config: DemoConfig | None = None) -> dict[str, Path]:
         result = train_sts(
             STSConfig(model=str(paths["pretrain"]), out=str(paths["sentence"]), train=["korsts:train"],
                       eval="korsts:dev", test=["korsts:test"], max_seq_length=64,
-                      loop=LoopConfig(epochs=config.sts_epochs)),
+                      loop=LoopConfig(epochs=config.sts_epochs, lr=config.sts_lr)),
             overwrite=True,
         )
         test = result.test["korsts:test"]

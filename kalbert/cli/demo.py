@@ -16,7 +16,7 @@ def register(nouns) -> None:
         _demo,
     )
     parser.add_argument("--out", default="outputs/demo", help="folder for every artifact")
-    parser.add_argument("--pretrain-steps", type=int, default=200, help="tiny-ALBERT pretraining steps")
+    parser.add_argument("--pretrain-steps", type=int, default=400, help="tiny-ALBERT pretraining steps")
 
 
 def _demo(args: argparse.Namespace) -> int:
