@@ -16,6 +16,7 @@ Writes benchmarks/results/sentence_distill_vs_sts.{json,md} (or --out PREFIX).
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from kalbert.io import atomic_write_json, atomic_write_text
@@ -32,19 +33,23 @@ def describe(label: str, folder: Path) -> dict:
         scores[TEST] = evaluate_sts(load_sentence_model(folder), TEST)
     stages = [{"stage": s["stage"], "command": s.get("command"), "seconds": s.get("seconds"),
                "steps": s.get("steps"), "best_step": s.get("best_step")} for s in meta.get("stages", [])]
+    log = folder / "training_log.json"
+    curve = [(e["step"], e["score"]) for e in json.loads(log.read_text())["history"]] if log.is_file() else []
     return {"route": label, "folder": str(folder), "korsts_dev": scores.get("korsts:dev"),
-            "korsts_test": scores[TEST], "stages": stages, "source": meta.get("source")}
+            "korsts_test": scores[TEST], "stages": stages, "source": meta.get("source"), "last_stage_curve": curve}
 
 
-def markdown(rows: list[dict], command: str) -> str:
-    lines = ["# KorSTS: STS training alone vs distillation first", "", f"`{command}`", "",
+def markdown(rows: list[dict], command: str, title: str) -> str:
+    lines = [f"# {title}", "", f"`{command}`", "",
              "Spearman (cosine) x 100. Trained on korsts:train and parallel sets only; korsts:dev picks "
              "checkpoints; korsts:test is never trained on.", "",
-             "| route | korsts:dev | korsts:test | stages (seconds) |", "|---|---|---|---|"]
+             "| route | korsts:dev | korsts:test | stages (seconds) | last stage's selection score by step |",
+             "|---|---|---|---|---|"]
     for row in rows:
         dev = f"{100 * row['korsts_dev']:.2f}" if row["korsts_dev"] is not None else "-"
         stages = ", ".join(f"{s['stage']} ({s['seconds']})" for s in row["stages"])
-        lines.append(f"| {row['route']} | {dev} | {100 * row['korsts_test']:.2f} | {stages} |")
+        curve = " ".join(f"{step}: {100 * score:.1f}" for step, score in row["last_stage_curve"]) or "-"
+        lines.append(f"| {row['route']} | {dev} | {100 * row['korsts_test']:.2f} | {stages} | {curve} |")
     lines += ["", "Commands:", ""]
     for row in rows:
         lines += [f"- {row['route']}:"] + [f"  - `{s['command']}`" for s in row["stages"] if s["command"]]
@@ -55,12 +60,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("routes", nargs="+", metavar="LABEL=FOLDER")
     parser.add_argument("--out", default="benchmarks/results/sentence_distill_vs_sts")
+    parser.add_argument("--title", default="KorSTS: STS training alone vs distillation first")
     args = parser.parse_args()
     rows = [describe(label, Path(folder)) for label, _, folder in (r.partition("=") for r in args.routes)]
     command = "python benchmarks/sentence_distill_compare.py " + " ".join(args.routes)
+    if args.out != parser.get_default("out"):
+        command += f" --out {args.out}"
+    if args.title != parser.get_default("title"):
+        command += f" --title '{args.title}'"
     atomic_write_json(f"{args.out}.json", {"command": command, "split": TEST, "routes": rows})
-    atomic_write_text(f"{args.out}.md", markdown(rows, command))
-    print(markdown(rows, command))
+    atomic_write_text(f"{args.out}.md", markdown(rows, command, args.title))
+    print(markdown(rows, command, args.title))
 
 
 if __name__ == "__main__":

@@ -78,7 +78,13 @@ def register(nouns) -> None:
     distill.add_argument("--out", required=True)
     distill.add_argument("--source-lang", help="column the teacher reads (default: the teacher's language)")
     distill.add_argument("--target-langs", nargs="+", help="columns the student learns (default: its languages)")
-    distill.add_argument("--eval", help="STS dev split that picks the best checkpoint (default: held-out MSE)")
+    distill.add_argument("--eval", help="STS dev split that picks the best checkpoint "
+                         "(default: agreement with the teacher on held-out parallel rows)")
+    distill.add_argument("--loss", choices=["similarity", "mse"], default="similarity",
+                         help="match the teacher's in-batch cosine similarities (default) or its vectors (MSE)")
+    distill.add_argument("--targets-only", action="store_true",
+                         help="train the student on the target columns only, not on the teacher's source "
+                              "column (for a vocabulary that cannot read the source language)")
     distill.add_argument("--dev-rows", type=int, default=500, help="parallel rows held out for evaluation")
     distill.add_argument("--max-rows", type=positive_int, help="use at most N rows of each parallel set")
     distill.add_argument("--pooling", choices=["mean", "cls"], default="mean", help="for a plain checkpoint")
@@ -117,7 +123,8 @@ def _distill(args: argparse.Namespace) -> int:
 
     config = DistillConfig(student=args.student, parallel=args.parallel, out=args.out, teacher=args.teacher,
                            source_lang=args.source_lang, target_langs=args.target_langs, eval=args.eval,
-                           dev_rows=args.dev_rows, max_rows=args.max_rows, pooling=args.pooling,
+                           dev_rows=args.dev_rows, max_rows=args.max_rows, loss=args.loss,
+                           learn_source=not args.targets_only, pooling=args.pooling,
                            max_seq_length=args.max_seq_length, cache_dir=args.cache_dir, loop=_loop(args))
     result = distill_student(config, overwrite=args.overwrite)
     print(f"student: {result.out} (best step {result.fit.best.step} of {result.fit.steps})")

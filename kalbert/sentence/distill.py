@@ -1,10 +1,17 @@
 """`kalbert sbert distill`: multilingual knowledge distillation from a teacher sentence model.
 
-The recipe of Reimers & Gurevych (2020): for parallel rows (source, translation...), the student is
-trained so that student(source) and student(translation) both regress (MSE) onto teacher(source).
-Teacher embeddings are computed once per distinct source sentence and cached on disk; when the
-student's width differs from the teacher's, a linear projection (Dense) is appended to the student.
-Held-out parallel rows give the evaluators: MSE to the teacher and translation-retrieval accuracy.
+The recipe of Reimers & Gurevych (2020): for parallel rows (source, translation...), student(source)
+and student(translation) both learn from teacher(source). Two losses:
+
+- ``similarity`` (default): the student's in-batch cosine-similarity matrix regresses (MSE) onto the
+  teacher's. STS and search only ever read cosines, and a small student learns this far faster than
+  whole vectors (see ``benchmarks/results/sentence_distill_losses.md``).
+- ``mse``: the paper's loss, each student vector regresses onto the teacher's vector; when the widths
+  differ a linear projection (Dense) is appended to the student.
+
+Teacher embeddings are computed once per distinct source sentence and cached on disk. Held-out
+parallel rows give the evaluators: translation-retrieval accuracy, agreement of the student's pairwise
+cosines with the teacher's, and (``mse``) the MSE to the teacher.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from kalbert.datasets import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
@@ -39,6 +48,20 @@ BUNDLED_TEACHERS = ("all-MiniLM-L6-v2", "minilm")
 SCRIPTS = {"ko": re.compile(r"[\uac00-\ud7a3\u3131-\u318e]"), "zh": re.compile(r"[\u4e00-\u9fff]"),
            "en": re.compile(r"[A-Za-z]"), "ja": re.compile(r"[\u3040-\u30ff]")}
 LETTER = re.compile(r"[^\W\d_]")
+DistillLoss = Literal["similarity", "mse"]
+
+
+class SimilarityDistillLoss(torch.nn.Module):
+    """MSE between the student's in-batch cosine-similarity matrix and the teacher's (widths may differ)."""
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, features: list[dict], labels: torch.Tensor) -> torch.Tensor:
+        student = F.normalize(self.model(features[0])["sentence_embedding"], dim=-1)
+        teacher = F.normalize(labels, dim=-1)
+        return F.mse_loss(student @ student.T, teacher @ teacher.T)
 
 
 @dataclass
@@ -58,11 +81,16 @@ class DistillConfig:
     target_langs: list[str] | None = None
     """Columns the student learns; default: the student's languages among the columns, else all others."""
     eval: str | None = None
-    """STS dev split that picks the best checkpoint (e.g. korsts:dev); default: lowest held-out MSE."""
+    """STS dev split that picks the best checkpoint (e.g. korsts:dev); default: the held-out parallel rows
+    (cosine agreement with the teacher for ``similarity``, MSE for ``mse``)."""
     dev_rows: int = 500
     """Parallel rows held out (never trained on) for the MSE and translation evaluators."""
     max_rows: int | None = None
     """Use at most this many rows of each parallel set (None: all)."""
+    loss: DistillLoss = "similarity"
+    """What the student matches: the teacher's in-batch cosine similarities, or its vectors (MSE)."""
+    learn_source: bool = True
+    """Also train student(source); off for a student whose vocabulary cannot read the teacher's language."""
     pooling: Pooling = "mean"
     """Pooling when ``student`` is a plain checkpoint."""
     max_seq_length: int = 128
@@ -201,26 +229,49 @@ def _rows(sets: dict[str, ParallelSet], source: str, targets: list[str], limit: 
     return list(rows.values())
 
 
+def _upper_cosines(vectors: np.ndarray) -> np.ndarray:
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
+
+
+class SimilarityAgreement:
+    """Spearman correlation of the student's pairwise cosines on translations with the teacher's on sources."""
+
+    def __init__(self, teacher: SentenceTransformer, sources: list[str], translations: list[str], name: str,
+                 batch_size: int) -> None:
+        self.translations, self.batch_size = translations, batch_size
+        self.teacher_cosines = _upper_cosines(teacher.encode(sources, batch_size=batch_size, convert_to_numpy=True))
+        self.primary_metric = f"{name}_similarity_spearman"
+
+    def __call__(self, model: SentenceTransformer) -> dict[str, float]:
+        from scipy.stats import spearmanr
+
+        vectors = model.encode(self.translations, batch_size=self.batch_size, convert_to_numpy=True)
+        return {self.primary_metric: float(spearmanr(_upper_cosines(vectors), self.teacher_cosines).statistic)}
+
+
 def _evaluators(teacher: SentenceTransformer, dev: list[tuple[str, dict[str, str]]], targets: list[str],
-                source: str, batch_size: int) -> list:
+                source: str, batch_size: int, with_mse: bool) -> list:
     from sentence_transformers.sentence_transformer.evaluation import MSEEvaluator, TranslationEvaluator
 
-    evaluators = []
+    evaluators: list = []
     for lang in targets:
         pairs = [(src, tr[lang]) for src, tr in dev if lang in tr]
         if not pairs:
             continue
         sources, translations = [p[0] for p in pairs], [p[1] for p in pairs]
-        evaluators.append(MSEEvaluator(sources, translations, teacher_model=teacher, batch_size=batch_size,
-                                       name=f"{source}-{lang}", write_csv=False))
-        evaluators.append(TranslationEvaluator(sources, translations, batch_size=batch_size,
-                                               name=f"{source}-{lang}", write_csv=False))
+        name = f"{source}-{lang}"
+        if with_mse:
+            evaluators.append(MSEEvaluator(sources, translations, teacher_model=teacher, batch_size=batch_size,
+                                           name=name, write_csv=False))
+        evaluators.append(SimilarityAgreement(teacher, sources, translations, name, batch_size))
+        evaluators.append(TranslationEvaluator(sources, translations, batch_size=batch_size, name=name,
+                                               write_csv=False))
     return evaluators
 
 
 def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillResult:
     """Distil ``config.teacher`` into ``config.student`` on ``config.parallel``; save the best student."""
-    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from sentence_transformers.sentence_transformer.modules import Dense
@@ -250,7 +301,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     student = load_sentence_model(student_path, pooling=config.pooling)
     set_max_seq_length(student, config.max_seq_length)
     width, teacher_width = student.get_embedding_dimension(), teacher.get_embedding_dimension()
-    if width != teacher_width:
+    if config.loss == "mse" and width != teacher_width:
         torch.manual_seed(config.loop.seed)
         student.append(Dense(width, teacher_width, activation_function=None).to(student.device))
     sources = sorted({src for src, _ in train})
@@ -260,12 +311,13 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     index = {sentence: i for i, sentence in enumerate(sources)}
     sentences, labels = [], []
     for src, translations in train:
-        for text in (src, *translations.values()):
+        for text in ([src] if config.learn_source else []) + list(translations.values()):
             sentences.append(text)
             labels.append(index[src])
-    task = TrainTask("distill", [sentences], vectors[labels], MSELoss(student))
+    loss = MSELoss(student) if config.loss == "mse" else SimilarityDistillLoss(student)
+    task = TrainTask("distill", [sentences], vectors[labels], loss)
 
-    evaluators = _evaluators(teacher, dev, targets, source, config.loop.batch_size)
+    evaluators = _evaluators(teacher, dev, targets, source, config.loop.batch_size, config.loss == "mse")
     sts = sts_evaluator(eval_ref, config.loop.batch_size) if eval_ref else None
 
     def evaluate() -> tuple[float, dict[str, float]]:
@@ -274,8 +326,9 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
             metrics.update({k: float(v) for k, v in evaluator(student).items()})
         if sts:
             return metrics[sts.primary_metric], metrics
-        mses = [metrics[e.primary_metric] for e in evaluators if e.primary_metric.endswith("negative_mse")]
-        return float(np.mean(mses)), metrics
+        selector = "negative_mse" if config.loss == "mse" else "similarity_spearman"
+        return float(np.mean([metrics[e.primary_metric] for e in evaluators
+                              if e.primary_metric.endswith(selector)])), metrics
 
     probe = [src for src, _ in dev[:128]] + [t for _, tr in dev[:128] for t in tr.values()]
     log.info("distilling %s -> %s on %d rows (%s -> %s)", teacher_path, student_path, len(train), source, targets)
@@ -291,7 +344,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
               best_step=result.best.step, train_rows=len(train), dev_rows=len(dev),
               stopped_for_collapse=result.stopped_for_collapse)
     kept = {k: v for k, v in result.best.metrics.items()
-            if k.endswith(("negative_mse", "mean_accuracy", "spearman_cosine"))}
+            if k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy", "spearman_cosine"))}
     for key, value in kept.items():
         if key.endswith("spearman_cosine"):
             add_metric(meta, "distill", eval_ref, "spearman_cosine", value)

@@ -1,5 +1,6 @@
-"""Distillation: student(source) and student(translation) regress onto cached teacher(source); a
-projection bridges widths; teachers that cannot read the parallel columns are refused."""
+"""Distillation: student(source) and student(translation) learn from cached teacher(source), by their
+cosine similarities (default) or by MSE through a projection; teachers that cannot read the parallel
+columns are refused."""
 
 from __future__ import annotations
 
@@ -8,25 +9,57 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
-from kalbert.sentence.distill import DistillConfig, distill_student, teacher_embeddings
+from kalbert.sentence.distill import DistillConfig, SimilarityDistillLoss, distill_student, teacher_embeddings
 from kalbert.sentence.loop import LoopConfig
 
 QUICK = LoopConfig(lr=1e-3, batch_size=32, max_steps=4, eval_steps=2)
 
 
-def test_distill_with_tiny_teacher_projects_and_caches(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
+def test_mse_distillation_projects_and_caches(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
     config = DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), parallel=["tatoeba-en-ko"],
-                           out=str(tmp_path / "kd"), dev_rows=50, cache_dir=str(tmp_path / "cache"), loop=QUICK)
+                           out=str(tmp_path / "kd"), loss="mse", dev_rows=50, cache_dir=str(tmp_path / "cache"),
+                           loop=QUICK)
     result = distill_student(config)
     student = load_sentence_model(result.out)
     assert student.get_embedding_dimension() == 24  # 32-wide ALBERT + Dense to the teacher's 24
-    assert {"en-ko_negative_mse", "en-ko_mean_accuracy"} <= set(result.metrics)
+    assert {"en-ko_negative_mse", "en-ko_similarity_spearman", "en-ko_mean_accuracy"} <= set(result.metrics)
     meta = json.loads((result.out / "kalbert.json").read_text())
     assert meta["teacher"]["source_lang"] == "en" and meta["languages"] == ["ko"]
     assert len(list((tmp_path / "cache").glob("*.npy"))) == 1
+
+
+def test_similarity_distillation_keeps_the_student_width(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
+    config = DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), parallel=["tatoeba-en-ko"],
+                           out=str(tmp_path / "kd"), dev_rows=50, learn_source=False,
+                           cache_dir=str(tmp_path / "cache"), loop=QUICK)
+    result = distill_student(config)
+    assert load_sentence_model(result.out).get_embedding_dimension() == 32  # no projection needed
+    assert "en-ko_negative_mse" not in result.metrics
+    assert -1.0 <= result.metrics["en-ko_similarity_spearman"] <= 1.0
+    stage = json.loads((result.out / "kalbert.json").read_text())["stages"][-1]
+    assert stage["train_rows"] == 250 and stage["steps"] == 4  # 250 Korean sentences only, 32 a batch
+
+
+class FixedEncoder(torch.nn.Module):
+    """Stands in for a SentenceTransformer: the 'features' are the embeddings themselves."""
+
+    def forward(self, features):
+        return {"sentence_embedding": features["x"]}
+
+
+def test_similarity_loss_compares_cosine_matrices_only():
+    loss = SimilarityDistillLoss(FixedEncoder())
+    teacher = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    rotated_scaled = 5 * teacher[:, [1, 0, 2]]  # same cosines, other axes and length, and only 3 wide
+    assert loss([{"x": rotated_scaled}], teacher).item() == pytest.approx(0.0, abs=1e-7)
+    student = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])  # every pair at cosine 1
+    # teacher cosines off the diagonal: 0, s, s (twice each) with s = 1/sqrt(2)
+    expected = (1.0 + 2 * (1 - 2 ** -0.5) ** 2) * 2 / 9
+    assert loss([{"x": student}], teacher).item() == pytest.approx(expected, rel=1e-5)
 
 
 class CountingTeacher:
@@ -53,7 +86,8 @@ def test_real_minilm_teacher(tiny_sbert, tiny_data, tmp_path):
     config = DistillConfig(student=str(tiny_sbert), parallel=["tatoeba-en-ko"], out=str(tmp_path / "kd"),
                            dev_rows=50, max_rows=150, cache_dir=str(tmp_path / "cache"), loop=QUICK)
     result = distill_student(config)
-    assert load_sentence_model(result.out).get_embedding_dimension() == 384
+    assert load_sentence_model(result.out).get_embedding_dimension() == 32
+    assert "en-ko_similarity_spearman" in result.metrics
     assert time.perf_counter() - started < 60
 
 
