@@ -39,8 +39,8 @@ def describe(label: str, folder: Path) -> dict:
             "korsts_test": scores[TEST], "stages": stages, "source": meta.get("source"), "last_stage_curve": curve}
 
 
-def markdown(rows: list[dict], command: str, title: str) -> str:
-    lines = [f"# {title}", "", f"`{command}`", "",
+def markdown(rows: list[dict], command: str, title: str, note: str) -> str:
+    lines = [f"# {title}", "", f"`{command}`", "", *([note, ""] if note else []),
              "Spearman (cosine) x 100. Trained on korsts:train and parallel sets only; korsts:dev picks "
              "checkpoints; korsts:test is never trained on.", "",
              "| route | korsts:dev | korsts:test | stages (seconds) | last stage's selection score by step |",
@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("routes", nargs="+", metavar="LABEL=FOLDER")
     parser.add_argument("--out", default="benchmarks/results/sentence_distill_vs_sts")
     parser.add_argument("--title", default="KorSTS: STS training alone vs distillation first")
+    parser.add_argument("--note", default="", help="a line under the title (say, how the student was made)")
     args = parser.parse_args()
     rows = [describe(label, Path(folder)) for label, _, folder in (r.partition("=") for r in args.routes)]
     command = "python benchmarks/sentence_distill_compare.py " + " ".join(args.routes)
@@ -68,9 +69,12 @@ def main() -> None:
         command += f" --out {args.out}"
     if args.title != parser.get_default("title"):
         command += f" --title '{args.title}'"
-    atomic_write_json(f"{args.out}.json", {"command": command, "split": TEST, "routes": rows})
-    atomic_write_text(f"{args.out}.md", markdown(rows, command, args.title))
-    print(markdown(rows, command, args.title))
+    if args.note:
+        command += f" --note '{args.note}'"
+    atomic_write_json(f"{args.out}.json", {"command": command, "split": TEST, "note": args.note, "routes": rows})
+    text = markdown(rows, command, args.title, args.note)
+    atomic_write_text(f"{args.out}.md", text)
+    print(text)
 
 
 if __name__ == "__main__":
