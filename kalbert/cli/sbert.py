@@ -68,7 +68,8 @@ def register(nouns) -> None:
     distill = add_verb(
         verbs, "distill", "distil a teacher sentence model into a student on parallel sentences",
         "kalbert sbert distill --teacher all-MiniLM-L6-v2 --student outputs/sbert-ko-tiny "
-        "--parallel parallel-stsb-train tatoeba-en-ko news-en-ko --eval korsts:dev --out outputs/sbert-ko-tiny-kd",
+        "--parallel parallel-stsb-train tatoeba-en-ko news-en-ko parallel-xnli-dev --targets-only "
+        "--eval korsts:dev --lr 5e-4 --out outputs/sbert-ko-tiny-kd",
         _distill)
     distill.add_argument("--teacher", default="all-MiniLM-L6-v2",
                          help="SentenceTransformer folder (default: the bundled all-MiniLM-L6-v2)")
