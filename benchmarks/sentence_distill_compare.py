@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from kalbert.io import atomic_write_json, atomic_write_text
@@ -68,9 +69,9 @@ def main() -> None:
     if args.out != parser.get_default("out"):
         command += f" --out {args.out}"
     if args.title != parser.get_default("title"):
-        command += f" --title '{args.title}'"
+        command += f" --title {shlex.quote(args.title)}"
     if args.note:
-        command += f" --note '{args.note}'"
+        command += f" --note {shlex.quote(args.note)}"
     atomic_write_json(f"{args.out}.json", {"command": command, "split": TEST, "note": args.note, "routes": rows})
     text = markdown(rows, command, args.title, args.note)
     atomic_write_text(f"{args.out}.md", text)

@@ -84,7 +84,7 @@ class DistillConfig:
     """STS dev split that picks the best checkpoint (e.g. korsts:dev); default: the held-out parallel rows
     (cosine agreement with the teacher for ``similarity``, MSE for ``mse``)."""
     dev_rows: int = 500
-    """Parallel rows held out (never trained on) for the MSE and translation evaluators."""
+    """Parallel rows held out (never trained on) for the evaluators."""
     max_rows: int | None = None
     """Use at most this many rows of each parallel set (None: all)."""
     loss: DistillLoss = "similarity"
