@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import hashlib
 import itertools
 import json
 import logging
@@ -125,6 +126,9 @@ _KORNLU = "https://github.com/kakaobrain/KorNLUDatasets"
 _CSTS = "https://github.com/zejunwang1/CSTS"
 _TATOEBA = "https://www.manythings.org/anki/"
 _XNLI = "https://github.com/facebookresearch/XNLI"
+_KORQUAD_DEV = "bench/ko/korquad/KorQuAD_v1.0_dev.json"
+_CMRC_DEV = "bench/zh/cmrc2018/cmrc2018_dev.json"
+_CMRC_TRIAL = "bench/zh/cmrc2018/cmrc2018_trial.json"
 _DATASETS = [
     _spec("kowiki", "corpus", "ko", {"all": "corpus/ko/kowiki.txt.gz"},
           "https://github.com/97danielj/WordEmbedding", "CC BY-SA",
@@ -157,9 +161,10 @@ _DATASETS = [
           _KOBEST, "CC BY-SA 4.0",
           "KoBEST BoolQ: passage and yes/no question (load_boolq; load_pairs gives (passage, question))",
           ["test"]),
-    _spec("korquad", "qa", "ko", {"dev": "bench/ko/korquad/KorQuAD_v1.0_dev.json"},
+    _spec("korquad", "qa", "ko", dict.fromkeys(("dev", "train", "val", "test"), _KORQUAD_DEV),
           "https://korquad.github.io", "CC BY-ND 2.0 KR",
-          "KorQuAD 1.0 dev, the only split here (fine-tuning splits it by article)", ["dev"]),
+          "KorQuAD 1.0 dev, the only split here; train/val/test are fixed parts of it by article "
+          "(QA_CARVES)", ["dev", "test"]),
     _spec("stsb-zh", "sts", "zh", _each("bench/zh/stsb-mt/stsb-zh-{}.csv"),
           "https://github.com/PhilipMay/stsb-multi-mt", "CC BY-SA 4.0 (scores)",
           "STS-B machine-translated to Chinese, row-aligned with STS-B and KorSTS", ["test"]),
@@ -194,9 +199,11 @@ _DATASETS = [
     _spec("ocnli", "nli", "zh", {"train": "bench/zh/ocnli/train.10k.json", "dev": "bench/zh/ocnli/dev.json"},
           "https://github.com/CLUEbenchmark/OCNLI", "CC BY-NC 2.0",
           "OCNLI Chinese NLI (10k train, dev)", ["dev"]),
-    _spec("cmrc2018", "qa", "zh", _each("bench/zh/cmrc2018/cmrc2018_{}.json", "dev", "trial"),
+    _spec("cmrc2018", "qa", "zh", {**_each("bench/zh/cmrc2018/cmrc2018_{}.json", "dev", "trial"),
+                                   "train": (_CMRC_TRIAL, _CMRC_DEV), "val": _CMRC_DEV, "test": _CMRC_DEV},
           "https://github.com/ymcui/cmrc2018", "CC BY-SA 4.0",
-          "CMRC 2018 Chinese extractive QA", ["dev"]),
+          "CMRC 2018 Chinese extractive QA; train is trial plus a fixed part of dev by article, "
+          "val/test the other dev parts (QA_CARVES)", ["dev", "test"]),
     _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
                                    "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
           "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",
@@ -222,6 +229,41 @@ _DATASETS = [
           "Korean-English news sentence pairs (dev and test of the original)"),
 ]
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in _DATASETS}
+
+
+@dataclass(frozen=True)
+class ArticleCarve:
+    """A QA split that keeps only some articles of one file, so fine-tuning has data without a train file."""
+
+    source: str
+    """the file (as in the registry) whose articles are divided; the split's other files are read whole"""
+    part: str
+    """"train", "val" or "test": which part of the divided articles the split keeps (article_parts)"""
+
+
+QA_CARVE_SEED = "kalbert-qa-v1"
+QA_TEST_SHARE = 0.2
+"""share of the divided file's articles in the test part (rounded)"""
+QA_VAL_SHARE = 0.1
+"""share of the remaining articles in the val part, for picking checkpoints (rounded); the rest is train"""
+QA_CARVES: dict[tuple[str, str], ArticleCarve] = {
+    **{("korquad", part): ArticleCarve(_KORQUAD_DEV, part) for part in ("train", "val", "test")},
+    **{("cmrc2018", part): ArticleCarve(_CMRC_DEV, part) for part in ("train", "val", "test")},
+}
+
+
+def article_parts(titles: Iterable[str]) -> dict[str, str]:
+    """Title -> "train", "val" or "test"; fixed for a given set of titles, on every machine and Python.
+
+    Articles (all paragraphs sharing a title) are ordered by the SHA-256 of ``QA_CARVE_SEED`` and the
+    title: the first ``QA_TEST_SHARE`` are test, the next ``QA_VAL_SHARE`` of the rest val, the rest train.
+    Dividing by article keeps a passage's questions out of training when another question on it is tested.
+    """
+    order = sorted(set(titles), key=lambda t: hashlib.sha256(f"{QA_CARVE_SEED}\0{t}".encode()).hexdigest())
+    n_test = round(QA_TEST_SHARE * len(order))
+    n_val = round(QA_VAL_SHARE * (len(order) - n_test))
+    return {t: "test" if i < n_test else "val" if i < n_test + n_val else "train" for i, t in enumerate(order)}
+
 
 # ``../shared/data`` beside the checkout: the repository is <work>/main, the data <work>/shared/data.
 _BESIDE_CHECKOUT = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -597,11 +639,25 @@ def load_boolq(name: str, split: str, root: str | Path | None = None) -> list[Bo
 
 
 def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExample]:
-    """SQuAD-format extractive QA; misplaced answer offsets are moved to the nearest occurrence."""
+    """SQuAD-format extractive QA; misplaced answer offsets are moved to the nearest occurrence.
+
+    A carved split (QA_CARVES: ``korquad:train``, ``cmrc2018:test``, ...) keeps only its part of the
+    divided file's articles.
+    """
     def read(path: Path) -> list[QAExample]:
         return _records(path, _squad_rows(path), lambda r: _qa(*r))
 
-    return _load(name, split, root, dict.fromkeys(list_datasets("qa"), read), "load_qa")
+    carve = QA_CARVES.get((name, split))
+    if carve is None:
+        return _load(name, split, root, dict.fromkeys(list_datasets("qa"), read), "load_qa")
+    examples: list[QAExample] = []
+    for rel, path in zip(DATASETS[name].splits[split], data_path(name, split, root), strict=True):
+        records = read(path)
+        if rel == carve.source:
+            parts = article_parts(record.title for record in records)
+            records = [record for record in records if parts[record.title] == carve.part]
+        examples += records
+    return examples
 
 
 def load_parallel(name: str, root: str | Path | None = None) -> ParallelSet:

@@ -1,9 +1,10 @@
 """The README's main job: the whole kalbert pipeline at small scale on the default data.
 
-vocab -> pretraining data -> tiny ALBERT pretraining -> sentence model (KorSTS train, picked on
-KorSTS dev) -> KorSTS test Spearman -> a similarity search. Each stage writes its own folder under
-``out`` and is skipped when that folder is complete, so an interrupted run resumes where it
-stopped; the pretraining stage itself resumes from its last checkpoint.
+vocab (morph-aware, kowiki) -> transplant (multilingual-e5-small's layers re-seated as an ALBERT on
+that vocabulary) -> corpus distillation from the same teacher (kowiki + NSMC sentences) -> STS training
+(KorSTS train, picked on KorSTS dev) -> KorSTS test Spearman -> a similarity search. Each stage writes
+its own folder under ``out`` and is skipped when that folder is complete, so an interrupted run resumes
+where it stopped; the teacher's embeddings are cached shard by shard.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ class DemoConfig:
     vocab_size: int = 8000
     vocab_sentences: int = 100_000
     """sentences of kowiki sampled for the vocabulary"""
-    documents: int = 4000
-    """kowiki documents turned into SOP pretraining instances"""
-    pretrain_steps: int = 400
-    batch_size: int = 32
-    max_seq_length: int = 128
-    sts_epochs: float = 3.0
-    sts_lr: float = 2e-4
-    """a tiny model needs a larger learning rate than sentence-transformers' default"""
+    teacher: str = "multilingual-e5-small"
+    """the teacher whose layers seed the student and whose embeddings it learns"""
+    layers: int = 4
+    """teacher layers kept in the student"""
+    embedding_size: int = 128
+    corpus_sentences: int = 12_000
+    """kowiki + NSMC sentences the student learns the teacher's embeddings of"""
+    sts_epochs: float = 2.0
+    lr: float = 1e-4
 
 
 def _done(folder: Path) -> bool:
@@ -57,25 +59,24 @@ def _search_example(index: Path) -> None:
         mark = "  <- its paraphrase in KorSTS" if hit.sentence == pair.sentence2 else ""
         print(f"    {rank}. {hit.score:.3f}  {hit.sentence}{mark}")
     found = [rank for rank, hit in enumerate(hits, start=1) if hit.sentence == pair.sentence2]
-    where = f"at rank {found[0]}" if found else "not in the top 10 (a longer pretraining run helps)"
+    where = f"at rank {found[0]}" if found else "not in the top 10 (more --corpus-sentences help)"
     print(f"  the gold paraphrase ({pair.sentence2}) is {where}")
 
 
 def run_demo(config: DemoConfig | None = None) -> dict[str, Path]:
     """Run every stage; returns the artifact folders by stage name."""
-    from kalbert.pretrain import DataBuildConfig, PretrainConfig, build_pretraining_data, pretrain
-    from kalbert.pretrain.presets import ModelConfig
-    from kalbert.sentence import SearchBuildConfig, STSConfig, build_index, train_sts
+    from kalbert.sentence import DistillConfig, SearchBuildConfig, STSConfig, build_index, distill_student, train_sts
     from kalbert.sentence.loop import LoopConfig
+    from kalbert.transplant import TransplantConfig, transplant
     from kalbert.vocab import VocabBuildConfig, build_vocab
 
     config = config or DemoConfig()
     out = Path(config.out)
     paths = {
         "vocab": out / "vocab-ko-8k",
-        "data": out / "data-kowiki",
-        "pretrain": out / "pretrain-tiny-ko" / "model",
-        "sentence": out / "sbert-tiny-ko",
+        "transplant": out / "albert-ko-transplant",
+        "distill": out / "sbert-ko-distilled",
+        "sentence": out / "sbert-ko",
         "search": out / "search-korsts",
     }
     if _announce("vocab", paths["vocab"]):
@@ -84,24 +85,21 @@ def run_demo(config: DemoConfig | None = None) -> dict[str, Path]:
                              max_sentences=config.vocab_sentences),
             overwrite=True,
         )
-    if _announce("data", paths["data"]):
-        build_pretraining_data(
-            DataBuildConfig(vocab=str(paths["vocab"]), inputs=["kowiki"], out=str(paths["data"]),
-                            max_seq_length=config.max_seq_length, max_documents=config.documents),
+    if _announce("transplant", paths["transplant"]):
+        transplant(TransplantConfig(teacher=config.teacher, vocab=str(paths["vocab"]), out=str(paths["transplant"]),
+                                    layers=config.layers, embedding_size=config.embedding_size), overwrite=True)
+    if _announce("distill", paths["distill"]):
+        distill_student(
+            DistillConfig(student=str(paths["transplant"]), out=str(paths["distill"]), teacher=config.teacher,
+                          corpus=["kowiki", "nsmc"], max_sentences=config.corpus_sentences, loss="infonce",
+                          max_seq_length=64, loop=LoopConfig(epochs=1, lr=2e-4, batch_size=64)),
             overwrite=True,
-        )
-    run = paths["pretrain"].parent
-    if _announce("pretrain", paths["pretrain"]):
-        pretrain(
-            PretrainConfig(data=str(paths["data"]), out=str(run), model=ModelConfig(preset="tiny"),
-                           steps=config.pretrain_steps, batch_size=config.batch_size, lr=2e-3,
-                           eval_every=100, save_every=50, resume=(run / "kalbert.json").exists()),
         )
     if _announce("sentence", paths["sentence"]):
         result = train_sts(
-            STSConfig(model=str(paths["pretrain"]), out=str(paths["sentence"]), train=["korsts:train"],
+            STSConfig(model=str(paths["distill"]), out=str(paths["sentence"]), train=["korsts:train"],
                       eval="korsts:dev", test=["korsts:test"], max_seq_length=64,
-                      loop=LoopConfig(epochs=config.sts_epochs, lr=config.sts_lr)),
+                      loop=LoopConfig(epochs=config.sts_epochs, lr=config.lr)),
             overwrite=True,
         )
         test = result.test["korsts:test"]
@@ -115,5 +113,5 @@ def run_demo(config: DemoConfig | None = None) -> dict[str, Path]:
     _search_example(paths["search"])
     print("\nartifacts:")
     for stage, folder in paths.items():
-        print(f"  {stage:<9} {folder}")
+        print(f"  {stage:<10} {folder}")
     return paths

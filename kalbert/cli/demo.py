@@ -16,11 +16,12 @@ def register(nouns) -> None:
         _demo,
     )
     parser.add_argument("--out", default="outputs/demo", help="folder for every artifact")
-    parser.add_argument("--pretrain-steps", type=int, default=400, help="tiny-ALBERT pretraining steps")
+    parser.add_argument("--corpus-sentences", type=int, default=12_000,
+                        help="corpus sentences the student learns the teacher's embeddings of")
 
 
 def _demo(args: argparse.Namespace) -> int:
     from kalbert.demo import DemoConfig, run_demo
 
-    run_demo(DemoConfig(out=args.out, pretrain_steps=args.pretrain_steps))
+    run_demo(DemoConfig(out=args.out, corpus_sentences=args.corpus_sentences))
     return 0

@@ -17,7 +17,7 @@ from kalbert import __version__
 from kalbert.errors import KalbertError
 
 # One module per noun under kalbert/cli/, each with register(subparsers).
-NOUNS = ["vocab", "data", "pretrain", "demo", "bench", "mc", "sbert", "search"]
+NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "bench", "mc", "qa", "sbert", "search", "teacher"]
 
 EPILOG = """examples:
   kalbert vocab build --lang ko --input kowiki nsmc --vocab-size 32000 --out vocab/ko-32k

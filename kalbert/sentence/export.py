@@ -169,3 +169,40 @@ def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         save_sentence_model(model, tmp, meta, tokenizer_dir)
     return Path(config.out)
+
+
+def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = False) -> Path:
+    """Copy a sentence-model folder with its weights stored as float16: half the size on disk (what keeps a
+    shipped model under 25 MB), loaded and computed in float32 (config.json keeps ``dtype: float32``).
+    The copy must give the original's embeddings (cosine >= 0.9999 on probe sentences)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from sentence_transformers import SentenceTransformer
+
+    from kalbert.sentence.encoder import is_sentence_model
+
+    source = Path(model).expanduser()
+    if not is_sentence_model(source):
+        raise KalbertError(f"{source} is not a sentence model (no modules.json)",
+                           "--weights float16 takes a folder made by `kalbert sbert export|sts|distill`")
+    original = SentenceTransformer(str(source), device="cpu", local_files_only=True)
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
+        for weights in tmp.rglob("*.safetensors"):
+            tensors = {name: t.half() if t.is_floating_point() else t for name, t in load_file(weights).items()}
+            save_file(tensors, weights, metadata={"format": "pt"})
+        reference = original.encode(PROBE, convert_to_numpy=True)
+        copy = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
+        if next(copy.parameters()).dtype != torch.float32:
+            raise RuntimeError(f"{tmp} loads as {next(copy.parameters()).dtype}, expected float32")
+        ours = copy.encode(PROBE, convert_to_numpy=True)
+        cosine = float(((ours * reference).sum(1) / np.linalg.norm(ours, axis=1)
+                        / np.linalg.norm(reference, axis=1)).min())
+        if cosine < 0.9999:
+            raise KalbertError(f"float16 weights change the embeddings of {source} (cosine {cosine:.6f})",
+                               "keep the float32 folder")
+        meta = read_meta(tmp)
+        meta["weights_storage"] = {"dtype": "float16", "computed_in": "float32", "min_cosine_vs_float32": cosine}
+        add_stage(meta, "half-weights", {"model": str(source), "out": str(out)})
+        write_meta_and_card(tmp, meta, module_names(copy), copy.get_embedding_dimension(), copy.max_seq_length)
+    return Path(out)

@@ -62,6 +62,8 @@ class TrainTask:
     columns: list[list[str]]
     labels: np.ndarray
     loss: torch.nn.Module
+    group_by_length: bool = False
+    """Batch rows of similar length together (less padding; for large single-sentence tasks)."""
 
     def __len__(self) -> int:
         return len(self.columns[0])
@@ -97,6 +99,11 @@ def _batches(tasks: list[TrainTask], batch_size: int, rng: random.Random) -> lis
     for t, task in enumerate(tasks):
         order = list(range(len(task)))
         rng.shuffle(order)
+        if task.group_by_length:  # sort within windows of 64 batches: random batches, little padding
+            window = 64 * batch_size
+            texts = task.columns[0]
+            order = [i for w in range(0, len(order), window)
+                     for i in sorted(order[w:w + window], key=lambda row: len(texts[row]))]
         plan += [(t, order[i:i + batch_size]) for i in range(0, len(order), batch_size)]
     rng.shuffle(plan)
     return plan

@@ -52,6 +52,8 @@ class SearchBuildConfig:
     """Sentences encoded per chunk (sorted by length within it); bounds memory during the build."""
     max_sentences: int | None = None
     """Index at most this many sentences (None: all)."""
+    backend: str = "torch"
+    """How the model runs: torch, onnx or onnx-int8 (ONNX files from ``kalbert sbert export --backend onnx``)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class QueryResult:
     hits: list[list[Hit]]
     notes: list[str] = field(default_factory=list)
     backend: str = "numpy"
+    model_backend: str = "torch"
 
 
 def corpus_sentences(source: str) -> Iterator[str]:
@@ -122,7 +125,7 @@ def _read_rows(folder: Path, offsets: np.ndarray, start: int, stop: int) -> list
 
 def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
     """Encode every corpus sentence into a float16 memory-mapped matrix; return the index folder."""
-    model = load_sentence_model(config.model)
+    model = load_sentence_model(config.model, backend=config.backend)
     started = time.perf_counter()
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         count = _write_sentences(config.corpus, tmp, config.max_sentences)
@@ -155,9 +158,13 @@ def _corrupt(folder: Path, what: str) -> KalbertError:
 
 
 class SearchIndex:
-    """An opened index: embeddings memory-mapped, sentences read on demand, the model loaded at first query."""
+    """An opened index: embeddings memory-mapped, sentences read on demand, the model loaded at first query.
 
-    def __init__(self, folder: str | Path, model: SentenceTransformer | str | None = None) -> None:
+    Queries are encoded the way the corpus was (the build's model and backend) unless told otherwise.
+    """
+
+    def __init__(self, folder: str | Path, model: SentenceTransformer | str | None = None,
+                 backend: str | None = None) -> None:
         self.folder = Path(folder)
         if not (self.folder / META).is_file():
             raise KalbertError(f"{self.folder} is not a search index (no {META})",
@@ -182,6 +189,7 @@ class SearchIndex:
                 sentences.stat().st_size != self.offsets[-1] or self.offsets[-1] != self.meta.get("sentences_bytes"):
             raise _corrupt(self.folder, f"{SENTENCES} does not match {OFFSETS}")
         self._model = model
+        self.model_backend = backend or self.meta.get("build", {}).get("backend", "torch")
         self._faiss = None
 
     def __len__(self) -> int:
@@ -190,7 +198,7 @@ class SearchIndex:
     @property
     def model(self) -> SentenceTransformer:
         if self._model is None or isinstance(self._model, str | Path):
-            self._model = load_sentence_model(self._model or self.meta["model"])
+            self._model = load_sentence_model(self._model or self.meta["model"], backend=self.model_backend)
         return self._model
 
     def sentence(self, row: int) -> str:
@@ -246,9 +254,10 @@ class SearchIndex:
         hits = [[Hit(rank, float(score), int(row), self.sentence(int(row)))
                  for rank, (score, row) in enumerate(zip(query_scores, query_rows, strict=True), start=1)]
                 for query_scores, query_rows in zip(scores, rows, strict=True)]
-        return QueryResult(queries, hits, notes, "faiss" if faiss else "numpy")
+        return QueryResult(queries, hits, notes, "faiss" if faiss else "numpy", self.model_backend)
 
 
-def search_index(index: str | Path, queries: Sequence[str], k: int = 10, model: str | None = None) -> QueryResult:
+def search_index(index: str | Path, queries: Sequence[str], k: int = 10, model: str | None = None,
+                 backend: str | None = None) -> QueryResult:
     """Open ``index`` and query it once (see :class:`SearchIndex` to reuse it across queries)."""
-    return SearchIndex(index, model).query(queries, k)
+    return SearchIndex(index, model, backend).query(queries, k)

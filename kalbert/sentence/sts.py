@@ -43,8 +43,8 @@ class STSConfig:
     """Output sentence-model folder (the best evaluated checkpoint)."""
     train: list[str] = field(default_factory=lambda: ["korsts:train"])
     """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train)."""
-    eval: str = "korsts:dev"
-    """STS dev split that picks the best checkpoint."""
+    eval: str | list[str] = "korsts:dev"
+    """STS dev split that picks the best checkpoint; several (e.g. korsts:dev stsb-zh:dev): their mean picks."""
     test: list[str] = field(default_factory=list)
     """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
     loss: STSLoss = "cosent"
@@ -67,9 +67,10 @@ class STSResult:
     dev: float
     test: dict[str, float]
     fit: FitResult
+    dev_splits: int = 1
 
 
-def _train_refs(refs: list[str], eval_ref: str) -> list[tuple[str, str]]:
+def _train_refs(refs: list[str], eval_refs: list[str]) -> list[tuple[str, str]]:
     resolved = []
     for ref in refs:
         name, split = parse_ref(ref)
@@ -81,7 +82,7 @@ def _train_refs(refs: list[str], eval_ref: str) -> list[tuple[str, str]]:
         if split is None:
             raise KalbertError(f"'{name}' has no train split", f"name one: {', '.join(spec.splits)}")
         assert_trainable(name, split)
-        if f"{name}:{split}" == eval_ref:
+        if f"{name}:{split}" in eval_refs:
             raise KalbertError(f"{name}:{split} is both training and evaluation data", "evaluate on another split")
         resolved.append((name, split))
     if not resolved:
@@ -144,21 +145,22 @@ def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | 
 
 def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     """Train, keep the best dev checkpoint, score it on ``config.test``, save it to ``config.out``."""
-    eval_name, eval_split = parse_sts_ref(config.eval)
-    refs = _train_refs(config.train, f"{eval_name}:{eval_split}")
+    eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
+                                                            else config.eval)]
+    refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
     if Path(config.out).exists() and not overwrite:
         raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
     model = load_sentence_model(config.model, pooling=config.pooling)
     set_max_seq_length(model, config.max_seq_length)
     tasks = build_tasks(model, refs, config.loss, config.max_rows)
-    evaluator = sts_evaluator(config.eval, config.loop.batch_size)
+    evaluators = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
 
     def evaluate() -> tuple[float, dict[str, float]]:
-        metrics = evaluator(model)
-        return float(metrics[evaluator.primary_metric]), {k: float(v) for k, v in metrics.items()}
+        metrics = {k: float(v) for evaluator in evaluators for k, v in evaluator(model).items()}
+        return float(np.mean([metrics[e.primary_metric] for e in evaluators])), metrics
 
-    probe = list(dict.fromkeys(evaluator.sentences1 + evaluator.sentences2))[:PROBE_SENTENCES]
+    probe = list(dict.fromkeys(s for e in evaluators for s in e.sentences1 + e.sentences2))[:PROBE_SENTENCES]
     log.info("training on %s", ", ".join(f"{t.name} ({len(t)} rows)" for t in tasks))
     result = fit(model, tasks, evaluate, probe, config.loop)
     if result.best is None:
@@ -172,18 +174,19 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         meta["languages"] = sorted({get_spec(name).lang for name, _ in refs})
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse)
-    add_metric(meta, "sts", f"{eval_name}:{eval_split}", "spearman_cosine", result.best.score)
+    for ref, evaluator in zip(eval_refs, evaluators, strict=True):
+        add_metric(meta, "sts", ref, "spearman_cosine", result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():
         add_metric(meta, "sts", ref, "spearman_cosine", score)
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None)
         atomic_write_json(tmp / "training_log.json", {"stage": "sts", "history": result.records()})
-    return STSResult(Path(config.out), result.best.score, test, result)
+    return STSResult(Path(config.out), result.best.score, test, result, len(eval_refs))
 
 
 def summary(result: STSResult) -> str:
     """One line per score, for the CLI and the lead's main job."""
     lines = [f"sentence model: {result.out} (best step {result.fit.best.step} of {result.fit.steps})",
-             f"  dev Spearman: {result.dev:.4f}"]
+             f"  dev Spearman{' (mean of the dev splits)' if result.dev_splits > 1 else ''}: {result.dev:.4f}"]
     lines += [f"  {ref} Spearman: {score:.4f}" for ref, score in result.test.items()]
     return "\n".join(lines)

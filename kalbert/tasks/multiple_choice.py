@@ -9,7 +9,6 @@ exactly as training formatted the data set.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import shutil
@@ -25,6 +24,7 @@ from kalbert import __version__
 from kalbert.datasets import BLANK, MCExample, assert_trainable, load_mc
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.tasks.finetune import adamw_with_warmup, check_albert
 
 log = logging.getLogger(__name__)
 
@@ -93,23 +93,6 @@ def format_choices(example: MCExample) -> list[tuple[str, str]]:
     return [(context, choice) for choice in example.choices]
 
 
-def _check_albert(path: str | Path) -> Path:
-    path = Path(path).expanduser()
-    config = path / "config.json"
-    if not config.is_file():
-        raise KalbertError(
-            f"{path} is not a model folder (no config.json)",
-            "pass an ALBERT checkpoint folder, e.g. one written by `kalbert pretrain`",
-        )
-    model_type = json.loads(config.read_text(encoding="utf-8")).get("model_type")
-    if model_type != "albert":
-        raise KalbertError(
-            f"{path} holds a '{model_type}' model, not an ALBERT",
-            "multiple-choice fine-tuning needs an ALBERT checkpoint",
-        )
-    return path
-
-
 def _load(path: Path):
     from transformers import AlbertForMultipleChoice, AutoTokenizer
 
@@ -157,20 +140,6 @@ def _examples(task: str, split: str, limit: int | None) -> list[MCExample]:
     return examples[:limit] if limit else examples
 
 
-def _optimizer(model, config: MCTrainConfig, steps: int):
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    decay = [p for p in model.parameters() if p.ndim > 1]  # no decay for biases and LayerNorm
-    rest = [p for p in model.parameters() if p.ndim <= 1]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-        lr=config.learning_rate,
-    )
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * steps), steps)
-    return optimizer, scheduler
-
-
 def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     """Fine-tune, select, evaluate and save; returns the summary also written to ``out/kalbert.json``."""
     import torch
@@ -183,7 +152,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         raise KalbertError("epochs and batch_size must be at least 1")
     splits = MC_TASKS[config.task]
     assert_trainable(config.task, splits.train)
-    model_path = _check_albert(config.model)
+    model_path = check_albert(config.model, "multiple-choice fine-tuning")
     if Path(config.out).exists() and not overwrite:
         raise KalbertError(
             f"output folder {config.out} already exists", "pass --overwrite or choose another --out"
@@ -197,7 +166,8 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     torch.manual_seed(config.seed)
     tokenizer, model = _load(model_path)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    optimizer, scheduler = _optimizer(model, config, steps_per_epoch * config.epochs)
+    optimizer, scheduler = adamw_with_warmup(model, config.learning_rate, config.weight_decay, config.warmup_ratio,
+                                             steps_per_epoch * config.epochs)
     order = torch.Generator().manual_seed(config.seed)
     history: list[dict[str, Any]] = []
     best: tuple[float, int, dict[str, Any]] | None = None
@@ -262,7 +232,7 @@ def predict_mc(
     """Probability of each choice given the context (and a COPA question: 원인/결과, cause/effect)."""
     import torch
 
-    path = _check_albert(model_dir)
+    path = check_albert(model_dir, "multiple-choice fine-tuning")
     if len(choices) < 2:
         raise KalbertError("give at least two choices")
     tokenizer, model = _load(path)

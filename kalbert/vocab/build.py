@@ -9,7 +9,6 @@ folder written atomically.
 from __future__ import annotations
 
 import io
-import math
 import os
 import random
 import re
@@ -28,6 +27,7 @@ from kalbert import __version__
 from kalbert.datasets import get_spec, iter_documents, list_datasets, resolve_sources
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
+from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import BOUNDARY, make_segmenter, segment_lines
 from kalbert.text.sentences import split_sentences
@@ -153,13 +153,10 @@ def sample_corpus(config: VocabBuildConfig) -> tuple[dict[str, list[str]], dict[
 
 def _balance(train: dict[str, list[str]], counts: dict[str, int], config: VocabBuildConfig) -> dict[str, list[str]]:
     """Temperature sampling: keep n_l ** (1/T) / sum(n ** (1/T)) of the budget for language l."""
-    weights = {lang: n ** (1 / config.lang_temperature) for lang, n in counts.items()}
     total = min(config.max_sentences, sum(len(v) for v in train.values()))
-    balanced = {}
-    for lang, sentences in train.items():
-        quota = min(len(sentences), math.ceil(total * weights[lang] / sum(weights.values())))
-        balanced[lang] = random.Random(f"{config.seed}-balance-{lang}").sample(sentences, quota)
-    return balanced
+    quotas = temperature_quotas(counts, total, config.lang_temperature)
+    return {lang: random.Random(f"{config.seed}-balance-{lang}").sample(sentences, min(quotas[lang], len(sentences)))
+            for lang, sentences in train.items()}
 
 
 def required_characters(languages: list[str], sentences: list[str]) -> str:

@@ -1,19 +1,18 @@
 """Distillation: student(source) and student(translation) learn from cached teacher(source), by their
-cosine similarities (default) or by MSE through a projection; teachers that cannot read the parallel
-columns are refused."""
+cosine similarities (default), by MSE through a projection or by InfoNCE; corpus sentences learn from
+their own teacher vectors; teachers that cannot read the data are refused."""
 
 from __future__ import annotations
 
 import json
 import time
 
-import numpy as np
 import pytest
 import torch
 
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
-from kalbert.sentence.distill import DistillConfig, SimilarityDistillLoss, distill_student, teacher_embeddings
+from kalbert.sentence.distill import ContrastiveDistillLoss, DistillConfig, SimilarityDistillLoss, distill_student
 from kalbert.sentence.loop import LoopConfig
 
 QUICK = LoopConfig(lr=1e-3, batch_size=32, max_steps=4, eval_steps=2)
@@ -29,7 +28,7 @@ def test_mse_distillation_projects_and_caches(tiny_sbert, tiny_teacher, tiny_dat
     assert {"en-ko_negative_mse", "en-ko_similarity_spearman", "en-ko_mean_accuracy"} <= set(result.metrics)
     meta = json.loads((result.out / "kalbert.json").read_text())
     assert meta["teacher"]["source_lang"] == "en" and meta["languages"] == ["ko"]
-    assert len(list((tmp_path / "cache").glob("*.npy"))) == 1
+    assert len(list((tmp_path / "cache").glob("*/shard-*.npz"))) == 1  # 250 training + 50 held-out sources
 
 
 def test_similarity_distillation_keeps_the_student_width(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
@@ -41,7 +40,7 @@ def test_similarity_distillation_keeps_the_student_width(tiny_sbert, tiny_teache
     assert "en-ko_negative_mse" not in result.metrics
     assert -1.0 <= result.metrics["en-ko_similarity_spearman"] <= 1.0
     stage = json.loads((result.out / "kalbert.json").read_text())["stages"][-1]
-    assert stage["train_rows"] == 250 and stage["steps"] == 4  # 250 Korean sentences only, 32 a batch
+    assert stage["parallel_train_rows"] == 250 and stage["steps"] == 4  # 250 Korean sentences only, 32 a batch
 
 
 class FixedEncoder(torch.nn.Module):
@@ -62,23 +61,32 @@ def test_similarity_loss_compares_cosine_matrices_only():
     assert loss([{"x": student}], teacher).item() == pytest.approx(expected, rel=1e-5)
 
 
-class CountingTeacher:
-    def __init__(self) -> None:
-        self.calls = 0
+def test_contrastive_loss_picks_the_own_teacher_vector_and_ignores_shared_targets():
+    loss = ContrastiveDistillLoss(FixedEncoder(), temperature=0.05)
+    teacher = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])  # rows 1 and 2: a source and its translation
+    matched = loss([{"x": teacher.clone()}], teacher).item()
+    swapped = loss([{"x": teacher[[1, 0, 2]]}], teacher).item()
+    assert matched < 1e-6 < swapped  # the shared target of rows 1 and 2 is no negative for either
 
-    def encode(self, sentences, **kwargs):
-        self.calls += 1
-        return np.arange(len(sentences) * 3, dtype=np.float32).reshape(len(sentences), 3)
 
+def test_corpus_distillation_learns_teacher_vectors_of_monolingual_sentences(tiny_sbert, tiny_teacher, ko_corpus,
+                                                                              tmp_path):
+    multilingual = tmp_path / "teacher"
+    import shutil
 
-def test_teacher_embeddings_are_computed_once(tiny_teacher, tmp_path):
-    teacher, sentences = CountingTeacher(), ["A plane is taking off.", "A man is playing a guitar."]
-    first = teacher_embeddings(teacher, tiny_teacher, sentences, 8, tmp_path)
-    again = teacher_embeddings(teacher, tiny_teacher, sentences, 8, tmp_path)
-    np.testing.assert_array_equal(first, again)
-    assert teacher.calls == 1 and first.shape == (2, 3)
-    teacher_embeddings(teacher, tiny_teacher, sentences[:1], 8, tmp_path)
-    assert teacher.calls == 2  # other sentences, other cache entry
+    shutil.copytree(tiny_teacher, multilingual)
+    (multilingual / "kalbert.json").write_text(json.dumps({"languages": ["multilingual"]}), encoding="utf-8")
+    config = DistillConfig(student=str(tiny_sbert), teacher=str(multilingual), corpus=[str(ko_corpus)],
+                           max_sentences=300, out=str(tmp_path / "kd"), loss="infonce", dev_rows=40,
+                           cache_dir=str(tmp_path / "cache"), loop=QUICK)
+    result = distill_student(config)
+    assert load_sentence_model(result.out).get_embedding_dimension() == 24  # projected onto the teacher
+    assert {"corpus-ko_similarity_spearman", "corpus-ko_negative_mse"} <= set(result.metrics)
+    stage = json.loads((result.out / "kalbert.json").read_text())["stages"][-1]
+    assert stage["corpus_ko_dev_rows"] == 40 and stage["corpus_ko_train_rows"] > 100
+    with pytest.raises(KalbertError, match="teacher reads en, the corpora are ko"):
+        distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), corpus=[str(ko_corpus)],
+                                      max_sentences=300, out=str(tmp_path / "en"), cache_dir=str(tmp_path / "c2")))
 
 
 def test_real_minilm_teacher(tiny_sbert, tiny_data, tmp_path):
@@ -120,6 +128,11 @@ def test_bad_parallel_sources(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
         with pytest.raises(KalbertError, match=message):
             distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), parallel=[source],
                                   out=str(tmp_path / "x")))
+    with pytest.raises(KalbertError, match="no training sentences"):
+        distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), out=str(tmp_path / "x")))
+    with pytest.raises(KalbertError, match="not a corpus"):
+        distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), corpus=["korsts"],
+                                      out=str(tmp_path / "x")))
     with pytest.raises(KalbertError, match="not a SentenceTransformer folder"):
         distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tmp_path), parallel=["tatoeba-en-ko"],
                               out=str(tmp_path / "x")))

@@ -80,11 +80,29 @@ def test_missing_or_non_albert_checkpoint(tmp_path):
 
 def test_folder_languages_from_meta_or_card(tmp_path):
     from kalbert.sentence.card import folder_languages
-    from kalbert.sentence.distill import resolve_teacher
+    from kalbert.teachers.backends import load_teacher
 
-    assert folder_languages(resolve_teacher("all-MiniLM-L6-v2")) == ["en"]
+    minilm = load_teacher("all-MiniLM-L6-v2")
+    assert folder_languages(minilm.path) == ["en"] and minilm.languages == ["en"]
     (tmp_path / "kalbert.json").write_text('{"language": "ko+zh"}')
     assert folder_languages(tmp_path) == ["ko", "zh"]
     (tmp_path / "kalbert.json").unlink()
     (tmp_path / "README.md").write_text("---\nlanguage:\n- ko\n- zh\ntags:\n- x\n---\n# card\n")
     assert folder_languages(tmp_path) == ["ko", "zh"]
+
+
+def test_half_weights_copy_is_smaller_and_encodes_the_same(tiny_sbert, tmp_path):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "half"
+    assert main(["sbert", "export", "--model", str(tiny_sbert), "--out", str(out), "--weights", "float16"]) == 0
+    size = sum(f.stat().st_size for f in out.rglob("*.safetensors"))
+    assert size < 0.6 * sum(f.stat().st_size for f in tiny_sbert.rglob("*.safetensors"))
+    half, full = SentenceTransformer(str(out)), SentenceTransformer(str(tiny_sbert))
+    assert next(half.parameters()).dtype == torch.float32
+    sentences = ["배우들의 연기도 좋았다.", "영화가 정말 재미있었다."]
+    np.testing.assert_allclose(half.encode(sentences), full.encode(sentences), atol=2e-3)
+    assert json.loads((out / "kalbert.json").read_text())["weights_storage"]["dtype"] == "float16"
+    assert main(["sbert", "export", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "x"),
+                 "--weights", "float16"]) == 2

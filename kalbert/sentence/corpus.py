@@ -1,0 +1,104 @@
+"""Monolingual sentences for corpus distillation: split, NFC, deduplicated, length-filtered, language-balanced.
+
+Only corpora are accepted (``resolve_sources`` refuses STS, NLI and other evaluation data), so a
+student never learns its teacher's view of a sentence that a results table scores. Each language is
+reservoir-sampled with a fixed seed; for several languages the budget is shared in proportion to
+n ** (1/T) (the same temperature rule as bilingual vocabularies).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from kalbert.datasets import DATASETS, iter_documents, resolve_sources
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_write_bytes
+from kalbert.text.balance import temperature_quotas
+from kalbert.text.normalize import normalize_text
+from kalbert.text.sentences import split_sentences
+
+SCRIPT = {"ko": re.compile(r"[\uac00-\ud7a3]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
+
+
+@dataclass
+class CorpusSample:
+    """Sampled sentences per language and how many eligible distinct sentences each language offered."""
+
+    sentences: dict[str, list[str]]
+    available: dict[str, int]
+
+    def all(self) -> list[str]:
+        return [s for lang in sorted(self.sentences) for s in self.sentences[lang]]
+
+
+def corpus_language(source: str) -> str:
+    """A corpus name's registered language, else the script that dominates a file's first documents."""
+    if source in DATASETS and DATASETS[source].lang in SCRIPT:
+        return DATASETS[source].lang
+    counts = dict.fromkeys(SCRIPT, 0)
+    for seen, document in enumerate(iter_documents([source])):
+        for lang, script in SCRIPT.items():
+            counts[lang] += len(script.findall(" ".join(document)))
+        if seen > 200:
+            break
+    return max(counts, key=counts.get)
+
+
+def _eligible(sentence: str, lang: str, min_chars: int, max_chars: int) -> bool:
+    """Long enough, not too long, and mostly written in the language's script (no tables or code lines)."""
+    if not min_chars <= len(sentence) <= max_chars:
+        return False
+    return len(SCRIPT[lang].findall(sentence)) >= 0.4 * len(sentence.replace(" ", ""))
+
+
+def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min_chars: int = 10,
+                     max_chars: int = 200, lang_temperature: float = 2.0, progress: bool = True) -> CorpusSample:
+    """Up to ``max_sentences`` distinct corpus sentences, balanced across the sources' languages."""
+    resolve_sources(sources)  # fail on a bad name before reading anything
+    by_lang: dict[str, list[str]] = {}
+    for source in sources:
+        by_lang.setdefault(corpus_language(source), []).append(source)
+    pools: dict[str, list[str]] = {}
+    available: dict[str, int] = {}
+    for lang, lang_sources in sorted(by_lang.items()):
+        rng, pool, seen = random.Random(f"{seed}-{lang}"), [], set()
+        for document in tqdm(iter_documents(lang_sources), desc=f"sentences {lang}", unit=" doc",
+                             disable=not progress, mininterval=2):
+            for paragraph in document:
+                for sentence in split_sentences(normalize_text(paragraph)):
+                    if sentence in seen or not _eligible(sentence, lang, min_chars, max_chars):
+                        continue
+                    seen.add(sentence)
+                    if len(pool) < max_sentences:
+                        pool.append(sentence)
+                    elif (slot := rng.randrange(len(seen))) < max_sentences:
+                        pool[slot] = sentence
+        if not pool:
+            raise KalbertError(f"the {lang} corpora {', '.join(lang_sources)} yield no sentences of "
+                               f"{min_chars}-{max_chars} characters", "check the files hold text in that language")
+        pools[lang], available[lang] = pool, len(seen)
+    quotas = temperature_quotas(available, max_sentences, lang_temperature)
+    sampled = {lang: random.Random(f"{seed}-take-{lang}").sample(pool, min(quotas[lang], len(pool)))
+               for lang, pool in pools.items()}
+    return CorpusSample(sampled, available)
+
+
+def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed: int = 13, min_chars: int = 10,
+                  max_chars: int = 200, lang_temperature: float = 2.0) -> CorpusSample:
+    """:func:`sample_sentences`, stored once per setting and file set (reading all corpora takes minutes)."""
+    files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in resolve_sources(sources)]
+    setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature]
+    path = Path(cache_dir) / f"sample-{hashlib.sha256(json.dumps(setting).encode()).hexdigest()[:16]}.json.gz"
+    if path.is_file():
+        return CorpusSample(**json.loads(gzip.decompress(path.read_bytes())))
+    sample = sample_sentences(sources, max_sentences, seed, min_chars, max_chars, lang_temperature)
+    atomic_write_bytes(path, gzip.compress(json.dumps(asdict(sample), ensure_ascii=False).encode("utf-8")))
+    return sample

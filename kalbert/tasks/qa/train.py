@@ -1,0 +1,304 @@
+"""Fine-tune AlbertForQuestionAnswering on KorQuAD 1.0 or CMRC 2018, pick the epoch on val, report on test.
+
+Only KorQuAD's dev file and CMRC's dev and trial files are public here, so the splits are fixed parts
+by article (``kalbert.datasets.QA_CARVES``): train to learn, val to pick the epoch, test (refused by
+training) for the reported EM/F1, computed as the official scripts do (:mod:`kalbert.tasks.qa.metrics`).
+The output folder is a plain transformers QA model that ``AutoModelForQuestionAnswering`` loads
+(recent transformers 5 releases removed the ``question-answering`` pipeline); kalbert.json and
+README.md say how it was made.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shlex
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from kalbert import __version__
+from kalbert.datasets import QAExample, assert_trainable, get_spec, load_qa
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_output_dir, atomic_write_json, atomic_write_text
+from kalbert.tasks.finetune import adamw_with_warmup, check_albert
+from kalbert.tasks.qa.features import label_window, make_windows
+from kalbert.tasks.qa.metrics import METRICS, qa_scores
+from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, device, load_tokenizer, read_config, tensors
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QASplits:
+    train: str
+    """fine-tuned on"""
+    select: str
+    """picks the epoch"""
+    report: str
+    """the EM/F1 reported (an evaluation split, never trained on)"""
+
+
+QA_TASKS: dict[str, QASplits] = {
+    "korquad": QASplits("train", "val", "test"),
+    "cmrc2018": QASplits("train", "val", "test"),
+}
+
+
+@dataclass
+class QATrainConfig:
+    """An extractive-QA fine-tuning run; defaults follow ALBERT's SQuAD recipe at a smaller batch."""
+
+    model: str
+    """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
+    task: str
+    """korquad or cmrc2018"""
+    out: str
+    """output folder for the fine-tuned model"""
+    epochs: int = 3
+    batch_size: int = 16
+    """windows per step"""
+    learning_rate: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    """share of the steps with a linearly rising learning rate"""
+    max_length: int = 384
+    """tokens per window"""
+    doc_stride: int = 128
+    """tokens shared by consecutive windows of a long context"""
+    max_query_tokens: int = 64
+    max_answer_tokens: int = 30
+    max_train_rows: int | None = None
+    """use only the first N training questions (quick runs and tests)"""
+    max_eval_rows: int | None = None
+    """score only the first N questions of val and test (quick runs and tests; the result says so)"""
+    seed: int = 42
+
+    def settings(self) -> QASettings:
+        return QASettings(max_length=self.max_length, doc_stride=self.doc_stride,
+                          max_query_tokens=self.max_query_tokens, max_answer_tokens=self.max_answer_tokens)
+
+    def command(self) -> str:
+        """The `kalbert qa train` line that repeats this run (defaults left out)."""
+        words = ["kalbert", "qa", "train", "--model", self.model, "--task", self.task, "--out", self.out]
+        flags = {"epochs": "--epochs", "batch_size": "--batch-size", "learning_rate": "--lr",
+                 "max_length": "--max-seq-length", "doc_stride": "--doc-stride",
+                 "max_answer_tokens": "--max-answer-length", "max_train_rows": "--max-rows",
+                 "max_eval_rows": "--max-eval-rows", "seed": "--seed"}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in flags and value != f.default:
+                words += [flags[f.name], str(value)]
+        return shlex.join(words)
+
+
+def _check_task(task: str) -> QASplits:
+    if task not in QA_TASKS:
+        raise KalbertError(f"unknown QA task '{task}'", f"known tasks: {', '.join(QA_TASKS)}")
+    return QA_TASKS[task]
+
+
+def _rows(task: str, split: str, limit: int | None) -> tuple[list[QAExample], int]:
+    examples = load_qa(task, split)
+    return (examples[:limit] if limit else examples), len(examples)
+
+
+def score_examples(model, tokenizer, task: str, examples: Sequence[QAExample], settings: QASettings
+                   ) -> tuple[dict[str, float], dict[str, str]]:
+    """EM/F1 x100 with the task's official metric, and the prediction for each question id."""
+    answers = answer_all(model, tokenizer, [e.question for e in examples], [e.context for e in examples], settings)
+    predictions = {e.id: a.text for e, a in zip(examples, answers, strict=True)}
+    scores = qa_scores(task, predictions, {e.id: e.answers for e in examples})
+    return {k: round(v, 4) for k, v in scores.items()}, predictions
+
+
+def _training_windows(tokenizer, examples: Sequence[QAExample], config: QATrainConfig):
+    """Labelled windows of the questions whose answer is found in the context (the first such answer)."""
+    located = [(e, next((s, s + len(a)) for a, s in zip(e.answers, e.answer_starts, strict=True) if s >= 0))
+               for e in examples if max(e.answer_starts) >= 0]
+    windows = make_windows(tokenizer, [e.question for e, _ in located], [e.context for e, _ in located],
+                           config.max_length, config.doc_stride, config.max_query_tokens)
+    for window in windows:
+        label_window(window, *located[window.example][1])
+    return windows, len(examples) - len(located)
+
+
+def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
+    splits = _check_task(config.task)
+    if config.epochs < 1 or config.batch_size < 1:
+        raise KalbertError("epochs and batch size must be at least 1")
+    if config.doc_stride < 1 or config.max_length < 32:
+        raise KalbertError("doc stride must be at least 1 and max length at least 32")
+    assert_trainable(config.task, splits.train)
+    model_path = check_albert(config.model, "extractive-QA fine-tuning")
+    positions = read_config(model_path).get("max_position_embeddings", 512)
+    if config.max_length > positions:
+        raise KalbertError(f"max length {config.max_length} exceeds the model's {positions} positions",
+                           f"use --max-seq-length {positions} or less")
+    if Path(config.out).exists() and not overwrite:
+        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    return splits, model_path
+
+
+def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
+    """Fine-tune, select, evaluate and save; returns the summary also written to ``out/kalbert.json``."""
+    import torch
+    from transformers import AlbertForQuestionAnswering
+
+    splits, model_path = _validate(config, overwrite)
+    started = time.perf_counter()
+    train, n_train_split = _rows(config.task, splits.train, config.max_train_rows)
+    select, _ = _rows(config.task, splits.select, config.max_eval_rows)
+    report, n_report_split = _rows(config.task, splits.report, config.max_eval_rows)
+    settings = config.settings()
+
+    torch.manual_seed(config.seed)
+    tokenizer = load_tokenizer(model_path)
+    model = AlbertForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True).to(device())
+    windows, unlocated = _training_windows(tokenizer, train, config)
+    if not windows:
+        raise KalbertError(f"no training question of {config.task}:{splits.train} has its answer in its context")
+    steps_per_epoch = math.ceil(len(windows) / config.batch_size)
+    optimizer, scheduler = adamw_with_warmup(model, config.learning_rate, config.weight_decay, config.warmup_ratio,
+                                             steps_per_epoch * config.epochs)
+    order = torch.Generator().manual_seed(config.seed)
+    history: list[dict[str, Any]] = []
+    best: tuple[float, int, dict[str, Any]] | None = None
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        losses = []
+        permutation = torch.randperm(len(windows), generator=order).tolist()
+        bar = tqdm(range(0, len(windows), config.batch_size), desc=f"epoch {epoch}/{config.epochs}", unit="step")
+        for first in bar:
+            chunk = [windows[i] for i in permutation[first : first + config.batch_size]]
+            batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
+            loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
+                         end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.4f}")
+        scores, _ = score_examples(model, tokenizer, config.task, select, settings)
+        entry = {"epoch": epoch, "train_loss": round(sum(losses) / len(losses), 6),
+                 **{f"{splits.select}_{k}": v for k, v in scores.items()}}
+        history.append(entry)
+        log.info("epoch %d: %s", epoch, entry)
+        if best is None or scores["f1"] > best[0]:
+            best = (scores["f1"], epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
+    model.load_state_dict(best[2])
+    scores, _ = score_examples(model, tokenizer, config.task, report, settings)
+    summary = {
+        "kind": "qa",
+        "kalbert_version": __version__,
+        "task": config.task,
+        "command": config.command(),
+        "config": asdict(config),
+        "settings": asdict(settings),
+        "splits": asdict(splits),
+        "selected_epoch": best[1],
+        "history": history,
+        "report": {"split": splits.report, **scores, "metric": METRICS[config.task][2], "n": len(report),
+                   "n_split": n_report_split, "subset": len(report) < n_report_split},
+        "train_questions": len(train) - unlocated,
+        "train_questions_split": n_train_split,
+        "train_unlocated_answers": unlocated,
+        "train_windows": len(windows),
+        "wall_seconds": round(time.perf_counter() - started, 2),
+    }
+    with atomic_output_dir(config.out, overwrite=overwrite) as folder:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        if (model_path / "spiece.model").is_file():  # transformers 5 does not write it (DESIGN §2)
+            shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
+        atomic_write_json(folder / "kalbert.json", summary)
+        atomic_write_text(folder / "README.md", render_card(summary))
+    return summary
+
+
+def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows: int | None = None
+                ) -> dict[str, Any]:
+    """EM/F1 x100 of a QA folder on a split, with every prediction (``{id: answer}``, the scripts' input)."""
+    _check_task(task)
+    qa = QAModel(model_dir)
+    examples, n_split = _rows(task, split, max_rows)
+    started = time.perf_counter()
+    scores, predictions = score_examples(qa.model, qa.tokenizer, task, examples, qa.settings)
+    return {"model": str(model_dir), "task": task, "split": split, **scores, "metric": METRICS[task][2],
+            "n": len(examples), "n_split": n_split, "subset": len(examples) < n_split,
+            "wall_seconds": round(time.perf_counter() - started, 2), "predictions": predictions}
+
+
+def render_card(summary: dict[str, Any]) -> str:
+    """The README card of a QA folder, from its kalbert.json alone."""
+    config, report, splits = summary["config"], summary["report"], summary["splits"]
+    spec = get_spec(summary["task"])
+    subset = f" (first {report['n']} of {report['n_split']} questions)" if report["subset"] else ""
+    em, f1 = f"{splits['select']}_exact_match", f"{splits['select']}_f1"
+    rows = "\n".join(f"| {h['epoch']} | {h['train_loss']:.4f} | {h[em]:.2f} | {h[f1]:.2f} |"
+                     for h in summary["history"])
+    return f"""---
+language: {spec.lang}
+library_name: transformers
+pipeline_tag: question-answering
+tags: [albert, extractive-qa, kalbert]
+---
+
+# Extractive QA: ALBERT fine-tuned on {summary['task']}
+
+`AlbertForQuestionAnswering` fine-tuned from `{config['model']}` by kalbert {summary['kalbert_version']}.
+
+```bash
+{summary['command']}
+```
+
+## Data
+
+{spec.description} ({spec.url}, {spec.licence}). Fixed parts by article: trained on
+`{summary['task']}:{splits['train']}` ({summary['train_questions']} questions with a located answer,
+{summary['train_windows']} windows of {config['max_length']} tokens, stride {config['doc_stride']}),
+epoch picked on `{summary['task']}:{splits['select']}` by F1, reported on `{summary['task']}:{splits['report']}`,
+never trained on.
+
+## Results
+
+EM / F1 x100, {report['metric']}.
+
+| split | EM | F1 |
+|---|---|---|
+| {summary['task']}:{report['split']}{subset} | {report['exact_match']:.2f} | {report['f1']:.2f} |
+
+| epoch | train loss | {splits['select']} EM | {splits['select']} F1 |
+|---|---|---|---|
+{rows}
+
+Epoch {summary['selected_epoch']} kept; {summary['wall_seconds']:.0f} s in all.
+
+## Use
+
+```bash
+kalbert qa predict --model PATH --question "..." --context "..."
+```
+
+windows long contexts, pairs the n-best starts and ends, and returns an exact substring of the
+context with its probability (P(start) x P(end)). The folder is a plain transformers model
+(recent transformers 5 releases have no "question-answering" pipeline):
+
+```python
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+tokenizer, model = AutoTokenizer.from_pretrained("PATH"), AutoModelForQuestionAnswering.from_pretrained("PATH")
+inputs = tokenizer(question, context, truncation="only_second", max_length={config['max_length']},
+                   return_offsets_mapping=True, return_tensors="pt")
+offsets = inputs.pop("offset_mapping")[0].tolist()
+out = model(**inputs)
+start, end = int(out.start_logits.argmax()), int(out.end_logits.argmax())
+answer = context[offsets[start][0]:offsets[end][1]]
+```
+"""

