@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kalbert.errors import KalbertError
-from kalbert.io import open_text
+from kalbert.io import kalbert_cache, open_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -317,8 +317,7 @@ def data_roots(root: str | Path | None = None) -> list[Path]:
     candidates = [Path(root)] if root is not None else []
     if os.environ.get("KALBERT_DATA"):
         candidates.append(Path(os.environ["KALBERT_DATA"]))
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    candidates += [_BESIDE_CHECKOUT, Path("..", "shared", "data"), cache / "kalbert" / "data"]
+    candidates += [_BESIDE_CHECKOUT, Path("..", "shared", "data"), kalbert_cache() / "data"]
     roots: list[Path] = []
     for candidate in candidates:
         path = Path(os.path.abspath(candidate.expanduser()))

@@ -103,3 +103,8 @@ def open_text(path: str | Path) -> Iterator[str]:
         ) from None
     except (OSError, EOFError) as exc:
         raise KalbertError(f"cannot read {path}: {exc}") from None
+
+
+def kalbert_cache() -> Path:
+    """kalbert's rebuildable caches: ``$XDG_CACHE_HOME/kalbert`` (default ``~/.cache/kalbert``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert"

@@ -23,7 +23,6 @@ MSE to the teacher's vectors (``mse``/``infonce``) and translation retrieval (pa
 from __future__ import annotations
 
 import logging
-import os
 import random
 import re
 from dataclasses import asdict, dataclass, field
@@ -36,7 +35,7 @@ import torch.nn.functional as F
 
 from kalbert.datasets import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, open_text
+from kalbert.io import atomic_output_dir, atomic_write_json, kalbert_cache, open_text
 from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.corpus import cached_sample
@@ -210,7 +209,7 @@ def choose_languages(teacher_langs: list[str], student_langs: list[str], sets: d
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert" / "teacher-embeddings"
+    return kalbert_cache() / "teacher-embeddings"
 
 
 def open_cache(teacher: Teacher, cache_dir: str | None) -> EmbeddingCache:

@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from kalbert.errors import KalbertError
+from kalbert.io import kalbert_cache
 from kalbert.sentence.card import folder_languages
 
 E5_NAME = "multilingual-e5-small"
@@ -43,7 +44,7 @@ class Teacher(Protocol):
 
 def teachers_home() -> Path:
     """Where named teachers are materialised: ``$XDG_CACHE_HOME/kalbert/teachers`` (rebuildable)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert" / "teachers"
+    return kalbert_cache() / "teachers"
 
 
 def _weights_digest(folder: Path) -> str:
