@@ -24,7 +24,7 @@ from pathlib import Path
 
 import mecab
 
-from kalbert.datasets import data_path
+from kalbert.data import data_path
 from kalbert.text import make_segmenter, normalize_text, segment_lines
 
 HERE = Path(__file__).parent

@@ -21,9 +21,9 @@ import json
 import shlex
 from pathlib import Path
 
+from kalbert.artifact import read_meta
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.sentence import evaluate_sts, load_sentence_model
-from kalbert.sentence.card import read_meta
 
 DEFAULT_SPLITS = ["korsts:dev", "korsts:test"]
 

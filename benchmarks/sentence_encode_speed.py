@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from kalbert.datasets import load_sts
+from kalbert.artifact import read_meta
+from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.sentence import encode, load_sentence_model
 from kalbert.sentence.backends import cpu_int8_config
-from kalbert.sentence.card import read_meta
 from kalbert.sentence.evaluate import evaluate_sts
 
 VARIANTS = ("torch", "torch-bf16", "onnx", "onnx-int8")

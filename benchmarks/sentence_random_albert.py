@@ -1,7 +1,7 @@
 """Write a randomly initialised ALBERT checkpoint (with a vocab's tokenizer) for sentence-model runs.
 
 Stand-in for a pretrained checkpoint when none exists yet: it lets the encode-speed benchmark and the
-distillation-vs-STS-only comparison run today. Sizes follow DESIGN §3's presets (tiny, small).
+distillation-vs-STS-only comparison run today. Sizes follow kalbert's pretraining presets (tiny, small).
 
     python benchmarks/sentence_random_albert.py --vocab outputs/vocab-ko-8k --preset tiny \
         --out outputs/albert-ko-tiny-random

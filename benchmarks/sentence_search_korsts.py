@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kalbert.datasets import load_sts
+from kalbert.data import load_sts
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.sentence import SearchBuildConfig, SearchIndex, build_index
 

@@ -59,12 +59,17 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
 
 
+def refuse_existing_output(path: str | Path, overwrite: bool) -> None:
+    """Refuse an existing output folder unless ``overwrite``; stages call it before hours of work, not after."""
+    if Path(path).exists() and not overwrite:
+        raise KalbertError(f"output folder {path} already exists", "pass --overwrite or choose another --out")
+
+
 @contextlib.contextmanager
 def atomic_output_dir(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temp folder beside ``path``; on success it replaces ``path``, on failure it is removed."""
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise KalbertError(f"output folder {path} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
     try:

@@ -29,24 +29,24 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import sentencepiece as spm
 import torch
 from transformers import AlbertConfig, AlbertForPreTraining, PreTrainedModel, PreTrainedTokenizerBase
 
 from kalbert import __version__
+from kalbert.artifact import Kind, folder_languages, invocation, write_meta
+from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, atomic_write_text, sha256_file
-from kalbert.pretrain.card import invocation
+from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output, sha256_file
 from kalbert.pretrain.export import TOKENIZER_FILES
 from kalbert.pretrain.presets import describe
-from kalbert.sentence.card import folder_languages
 from kalbert.teachers.backends import E5_NAME, e5_folder
-from kalbert.vocab.files import SPIECE, check_special_ids, load_processor
+from kalbert.vocab.files import CLS_ID, PAD_ID, SEP_ID, SPIECE, check_special_ids, load_processor
 
 TEACHER_TYPES = ("bert", "xlm-roberta", "roberta")
 LAYER_CHOICES = ("every-other", "first", "last")
-MODEL_KIND = "pretrained-model"  # the kind `kalbert pretrain` gives its exported models
 WORD_START = "▁"
 # BERT layer module -> ALBERT layer module (weight and bias each)
 LAYER_NAMES = {
@@ -80,13 +80,13 @@ class TransplantConfig:
     """L: teacher layers kept (at most the teacher's)."""
     embedding_size: int = 128
     """E: width of the factorised embeddings, 2 <= E <= H; E = H reproduces the teacher's embeddings exactly."""
-    layer_choice: str = "every-other"
+    layer_choice: Literal["every-other", "first", "last"] = "every-other"
     """Which teacher layers: "every-other" (evenly spaced, ending with the last: chosen j = (j+1)*N//L - 1,
     so 12 -> 6 keeps 1,3,5,7,9,11, 0-based), "first" (0..L-1) or "last" (N-L..N-1)."""
     share_groups: int | None = None
     """N shared ALBERT layer groups (must divide L): each group is the mean of its L/N consecutive chosen
     layers, as ALBERT applies group int(i / (L/N)) at layer i. None: one group per layer (no sharing)."""
-    seed: int = 42
+    seed: int = DEFAULT_SEED
     """Seed of the new MLM and SOP heads' initialisation."""
 
 
@@ -367,9 +367,9 @@ def _albert_config(teacher: PreTrainedModel, config: TransplantConfig, vocab_siz
         type_vocab_size=types,
         initializer_range=tc.initializer_range,
         layer_norm_eps=tc.layer_norm_eps,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=3,
+        pad_token_id=PAD_ID,
+        bos_token_id=CLS_ID,
+        eos_token_id=SEP_ID,
     )
 
 
@@ -433,8 +433,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
     """Build the ALBERT for ``config`` and write it to ``config.out`` (atomically); return what was built."""
     started = time.perf_counter()
     out = Path(config.out)
-    if out.exists() and not overwrite:
-        raise KalbertError(f"output folder {out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(out, overwrite)
     folder = teacher_folder(config.teacher)
     teacher_config = _teacher_config(folder)
     _validate(config, teacher_config)
@@ -444,7 +443,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
     result = TransplantResult(out=out, model=describe(model.config), teacher_layers=chosen,
                               variance_kept=variance, mapping=pieces.counts, identity_vocab=pieces.identity)
     meta = {
-        "kalbert_version": __version__, "kind": MODEL_KIND, "command": invocation(),
+        "kalbert_version": __version__, "kind": Kind.PRETRAINED_MODEL, "command": invocation(),
         "languages": folder_languages(vocab), "model": result.model, "config": asdict(config),
         "vocab": str(vocab), "vocab_sha256": sha256_file(vocab / SPIECE),
         "max_seq_length": model.config.max_position_embeddings,
@@ -463,7 +462,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
             if (vocab / name).exists():
                 shutil.copy2(vocab / name, tmp / name)
         meta["seconds"] = round(time.perf_counter() - started, 1)
-        atomic_write_json(tmp / "kalbert.json", meta)
+        write_meta(tmp, meta)
         atomic_write_text(tmp / "README.md", model_card(out.name, meta))
     return result
 

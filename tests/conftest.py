@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kalbert.datasets import data_path
+from kalbert.data import data_path
 from kalbert.errors import KalbertError
 
 
@@ -68,3 +68,32 @@ def zh_vocab(tmp_path_factory, zh_corpus) -> Path:
 def private_cache_home(tmp_path_factory, monkeypatch) -> None:
     """Teachers and teacher embeddings made by tests go to a temp cache, never the user's ~/.cache/kalbert."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
+def _write_tiny_albert(folder: Path, vocab: Path, head: str = "AlbertForPreTraining", hidden: int = 32,
+                       max_positions: int = 128, seed: int = 0, languages: list[str] | None = None) -> Path:
+    """A random ALBERT (E16, 2 layers, 2 heads, FFN 2H) with ``vocab``'s tokenizer, saved as ``head``."""
+    import json
+    import shutil
+
+    import torch
+    import transformers
+    from transformers import AlbertConfig, AutoTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(vocab))
+    torch.manual_seed(seed)
+    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=hidden, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=max_positions)
+    getattr(transformers, head)(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    shutil.copyfile(vocab / "spiece.model", folder / "spiece.model")
+    if languages is not None:
+        (folder / "kalbert.json").write_text(json.dumps({"languages": languages}), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def make_tiny_albert():
+    """The one builder of tiny random ALBERT checkpoints: ``make_tiny_albert(folder, vocab, head=..., ...)``."""
+    return _write_tiny_albert

@@ -23,7 +23,8 @@ def test_every_verb_help_has_an_example(capsys):
 
 
 def test_user_error_is_one_line_with_exit_code_2(tmp_path, monkeypatch):
-    result = _run("vocab", "build", "--lang", "ko", "--input", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
+    result = _run("vocab", "build", "--lang", "ko", "--inputs", str(tmp_path / "nope.txt"),
+                  "--out", str(tmp_path / "o"))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert result.stderr.startswith("kalbert: error:") and "nope.txt" in result.stderr
@@ -46,7 +47,8 @@ def test_unknown_data_set_lists_known_ones(ko_vocab, capsys):
 
 
 def test_inspect_prints_pieces_and_stats(ko_vocab, capsys):
-    assert main(["vocab", "inspect", str(ko_vocab), "배우들의 연기도", "--eval", "korsts:dev", "--limit", "200"]) == 0
+    argv = ["vocab", "inspect", str(ko_vocab), "배우들의 연기도", "--eval", "korsts:dev", "--max-rows", "200"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "pieces:" in out and "korsts:dev: 200 sentences" in out
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kalbert import datasets
-from kalbert.datasets import (
+from kalbert.data import (
     BLANK,
+    DATASETS,
+    NLI_LABELS,
     LabeledPair,
     MCExample,
     STSPair,
@@ -30,6 +31,7 @@ from kalbert.datasets import (
     load_sts,
     parse_ref,
     resolve_sources,
+    roots,
 )
 from kalbert.errors import KalbertError
 
@@ -50,7 +52,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point every default data root into tmp_path (none of them exists yet); return tmp_path."""
     monkeypatch.delenv("KALBERT_DATA", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(datasets, "_BESIDE_CHECKOUT", tmp_path / "beside" / "shared" / "data")
+    monkeypatch.setattr(roots, "_BESIDE_CHECKOUT", tmp_path / "beside" / "shared" / "data")
     (tmp_path / "work" / "cwd").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "work" / "cwd")
     return tmp_path
@@ -77,16 +79,16 @@ def test_registry_names_and_kinds() -> None:
     }
     assert set(list_datasets()) == expected
     assert list_datasets("corpus") == ["kowiki", "nsmc", "zh-laws", "zh-clue"]
-    for spec in datasets.DATASETS.values():
+    for spec in DATASETS.values():
         assert spec.url.startswith("https://") and spec.licence and spec.description
-    c3_test = datasets.DATASETS["c3"].splits["test"]
+    c3_test = DATASETS["c3"].splits["test"]
     assert c3_test == ("bench/zh/c3/c3-m-test.json", "bench/zh/c3/c3-d-test.json")
 
 
 def test_every_shared_file_is_registered() -> None:
     need("korsts", "test")
     root = data_path("korsts", "test")[0].parents[3]
-    specs = datasets.DATASETS.values()
+    specs = DATASETS.values()
     registered = {rel for spec in specs for files in spec.splits.values() for rel in files}
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} - {"README.md"}
     assert on_disk - registered == set()
@@ -132,7 +134,7 @@ def test_split_required_when_several() -> None:
 # ---------------------------------------------------------------------------------------- resolution
 def test_resolution_order(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     explicit, env = isolated / "explicit", isolated / "env"
-    beside = datasets._BESIDE_CHECKOUT
+    beside = roots._BESIDE_CHECKOUT
     cwd_relative = Path.cwd().parent / "shared" / "data"
     cache = isolated / "cache" / "kalbert" / "data"
     monkeypatch.setenv("KALBERT_DATA", str(env))
@@ -209,7 +211,7 @@ def test_pairs_nli_qa_parallel_on_real_data() -> None:
     assert len(load_pairs("pawsx-zh", "test")) == 2000
     assert len(load_pairs("kobest-boolq", "dev")) == len(load_boolq("kobest-boolq", "dev")) == 700
     ocnli = load_nli("ocnli", "dev")
-    assert 2900 < len(ocnli) < 3000 and {p.label for p in ocnli} == set(datasets.NLI_LABELS)
+    assert 2900 < len(ocnli) < 3000 and {p.label for p in ocnli} == set(NLI_LABELS)
     assert len(load_nli("kornli", "test")) == 5010
     korquad = load_qa("korquad", "dev")
     assert len(korquad) == 5774
@@ -225,7 +227,7 @@ def test_pairs_nli_qa_parallel_on_real_data() -> None:
 def test_malformed_rows_are_skipped_and_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     write(tmp_path / KORSTS_TEST, KORSTS_HEADER + "g\tf\t2012\t1\t4.5\tone\ttwo\n"
           "g\tf\t2012\t2\tnine\tone\ttwo\n" "g\tf\t2012\t3\t9.0\tone\ttwo\n" "too\tfew\n\n")
-    with caplog.at_level(logging.WARNING, logger="kalbert.datasets"):
+    with caplog.at_level(logging.WARNING, logger="kalbert.data"):
         pairs = load_sts("korsts", "test", root=tmp_path)
     assert pairs == [STSPair("one", "two", 4.5)]
     assert "skipped 3 malformed rows (first at line 3)" in caplog.text

@@ -46,7 +46,7 @@ def _tiny_checkpoint(folder: Path, vocab: Path, corpus: Path) -> Path:
     data = build_pretraining_data(DataBuildConfig(vocab=str(vocab), inputs=[str(corpus)], out=str(folder / "data"),
                                                   max_seq_length=64, max_documents=200, processes=1))
     model = ModelConfig(preset="tiny", **TINY_MODEL)
-    return pretrain(PretrainConfig(data=str(data), out=str(folder / "run"), model=model, steps=20, batch_size=8,
+    return pretrain(PretrainConfig(data=str(data), out=str(folder / "run"), model=model, max_steps=20, batch_size=8,
                                    eval_every=20, save_every=20, log_every=5, threads=2, tensorboard=False))
 
 

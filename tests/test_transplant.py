@@ -192,7 +192,8 @@ def test_pieces_map_to_word_starts_continuations_and_specials():
 def test_kalbert_vocabulary_output_loads_everywhere(tmp_path, vocab, e5_style_teacher, capsys):
     from transformers import AlbertForPreTraining, AlbertModel, AutoModel
 
-    from kalbert.pretrain.trainer import PretrainConfig, _initial_model
+    from kalbert.pretrain.config import PretrainConfig
+    from kalbert.pretrain.trainer import _initial_model
     from kalbert.sentence import encode, load_sentence_model
     from kalbert.sentence.export import check_checkpoint
 

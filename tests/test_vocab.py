@@ -1,4 +1,4 @@
-"""Vocabulary build, extend and inspect (DESIGN §2 contracts)."""
+"""Vocabulary build, extend and inspect: ALBERT ids, NFC text, pieces that respect morpheme boundaries."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kalbert.bench.encoders import Encoder, SentenceModelEncoder
-from kalbert.datasets import load_sts
+from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.teachers.backends import E5_NAME, USE_NAME, Teacher, describe, load_teacher
 

@@ -139,3 +139,38 @@ def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | 
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise KalbertError(f"{path} is a damaged {FORMAT} file ({exc})", regenerate) from None
+
+
+def mc_results(summary: dict[str, Any], model_name: str, command: str, note: str = "") -> ResultsFile:
+    """A `kalbert mc train` summary as a results file, so `kalbert bench report` tables it beside sentence models."""
+    from kalbert.bench.tasks import task_group, task_label
+    from kalbert.data import get_spec
+
+    task, report = summary["task"], summary["report"]
+    record = {
+        "task": task,
+        "dataset": task,
+        "split": report["split"],
+        "lang": get_spec(task).lang,
+        "group": task_group(task),
+        "label": task_label(task),
+        "setting": "fine-tuned",
+        "metric": "accuracy",
+        "value": report["accuracy"],
+        "n": report["n"],
+        "n_split": report["n_split"],
+        "selected_on": summary["splits"]["select"],
+        "trained_on": summary["splits"]["train"],
+        "wall_seconds": summary["wall_seconds"],
+    }
+    return ResultsFile(
+        model=model_name,
+        model_kind="kalbert",
+        command=command,
+        results=[record],
+        model_path=summary["config"]["model"],
+        settings=summary["config"],
+        wall_seconds=summary["wall_seconds"],
+        note=note,
+        versions=library_versions(),
+    )

@@ -18,9 +18,30 @@ from kalbert.bench.encoders import Encoder
 from kalbert.bench.metrics import best_threshold_accuracy, choice_accuracy, paired_cosine, pearson, spearman
 from kalbert.bench.results import ResultsFile, library_versions
 from kalbert.bench.tasks import MC, PAIRS, STS, BenchTask
-from kalbert.datasets import load_mc, load_pairs, load_sts
+from kalbert.data import load_mc, load_pairs, load_sts
+from kalbert.sentence import Backend
+from kalbert.sentence.collapse import cosines_collapsed
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class BenchRunConfig:
+    """One `kalbert bench run`: a model (or baseline), the tasks, the results file."""
+
+    model: str
+    """a sentence-model folder, or a baseline: 'tfidf', 'minilm' (all-MiniLM-L6-v2), or a teacher:
+    'multilingual-e5-small', 'use-multilingual'"""
+    tasks: str = "all"
+    """comma-separated task names or groups (all, sts, pairs, mc, ko, zh)"""
+    out: str
+    """results JSON file to write"""
+    name: str | None = None
+    """model name in reports (default: the folder name)"""
+    batch_size: int = 32
+    """sentences per encoding batch"""
+    backend: Backend = "torch"
+    """run a sentence model in PyTorch or from its ONNX files (kalbert sbert export --backend onnx)"""
 
 
 @dataclass(frozen=True)
@@ -66,11 +87,11 @@ def load_task(task: BenchTask) -> TaskData:
 
 def score_task(task: BenchTask, data: TaskData, similarity: np.ndarray) -> dict[str, tuple[float | None, dict]]:
     """metric -> (value x100, extra fields) for one task, from the cosine of each pair."""
-    if np.ptp(similarity) < 1e-6:
+    if cosines_collapsed(similarity):
         log.warning(
-            "%s: every similarity is %.4f; the model has collapsed (constant embeddings)",
+            "%s: every similarity is about %.4f; the model has collapsed (constant embeddings)",
             task.name,
-            float(similarity[0]),
+            float(similarity.mean()),
         )
     if task.kind == STS:
         return {

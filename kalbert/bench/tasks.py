@@ -30,7 +30,7 @@ class BenchTask:
     name: str
     """task name used on the command line and in results files"""
     dataset: str
-    """registry name of the data set (kalbert.datasets)"""
+    """registry name of the data set (kalbert.data)"""
     split: str
     """the split evaluated; fixed so that numbers are comparable with published ones"""
     kind: str

@@ -1,8 +1,11 @@
-"""Helpers shared by the CLI noun modules."""
+"""Helpers shared by the CLI noun modules: verbs with examples, and flags generated from config dataclasses."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
+
+from kalbert.config import Setting, build_config, read_config_file, settings
 
 
 def add_verb(verbs, name: str, help: str, example: str, func) -> argparse.ArgumentParser:
@@ -23,3 +26,59 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
     return value
+
+
+def _value_parser(setting: Setting):
+    """int settings must be positive unless 0 is their default (0: all cores, every epoch) or a seed."""
+    if setting.scalar is int and setting.default != 0 and setting.name != "seed":
+        return positive_int
+    return setting.scalar
+
+
+def _help(setting: Setting) -> str:
+    default = setting.default
+    shown = "" if setting.required or default in (None, False, [], "") else f" (default: {default})"
+    return (setting.doc + shown).replace("%", "%%")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, cls: type, positional: tuple[str, ...] = (),
+                         stage: str | None = None) -> None:
+    """One flag per setting of ``cls`` (``positional`` ones as arguments), plus ``--config FILE``.
+
+    Flags default to absent, so the config is: dataclass defaults, then the file, then the flags given.
+    ``stage`` picks the stage of a multi-stage ``kalbert.json`` (sentence models) to read.
+    """
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML config or an artifact's kalbert.json (or its folder); flags override it")
+    group = parser.add_argument_group("settings")
+    for setting in settings(cls):
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting)}
+        if setting.scalar is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = _value_parser(setting)
+            if setting.choices:
+                kwargs["choices"] = setting.choices
+            if setting.is_list:
+                kwargs["nargs"] = "*" if setting.default == [] else "+"
+        if setting.name in positional:  # argparse checks a positional's default against its choices
+            kwargs.update(nargs="*" if setting.is_list else "?", metavar=setting.name.upper(), default=None)
+            group.add_argument(setting.name, **kwargs)
+        else:
+            group.add_argument(setting.flag, dest=setting.name, **kwargs)
+    parser.set_defaults(config_class=cls, config_stage=stage)
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """The verb's config: defaults, overridden by ``--config FILE``, overridden by the flags given."""
+    cls = args.config_class
+    values = read_config_file(args.config, cls, args.config_stage) if args.config else {}
+    names = {s.name for s in settings(cls)}
+    given = {name: value for name, value in vars(args).items() if name in names}
+    values.update({k: v for k, v in given.items() if v not in (None, [])})  # absent positionals
+    return build_config(cls, values)
+
+
+
+def add_overwrite(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import argparse
 
-from kalbert.cli.common import add_verb
+from kalbert.cli.common import add_config_arguments, add_verb, config_from_args
+
+HELP = "run the kalbert pipeline at small scale on ../shared/data; rerun to resume"
 
 
 def register(nouns) -> None:
-    parser = add_verb(
-        nouns,
-        "demo",
-        "run the kalbert pipeline at small scale on ../shared/data; rerun to resume",
-        "kalbert demo --out outputs/demo",
-        _demo,
-    )
-    parser.add_argument("--out", default="outputs/demo", help="folder for every artifact")
-    parser.add_argument("--corpus-sentences", type=int, default=12_000,
-                        help="corpus sentences the student learns the teacher's embeddings of")
+    from kalbert.demo import DemoConfig
+
+    parser = add_verb(nouns, "demo", HELP, "kalbert demo --out outputs/demo\n  kalbert demo --config demo.yaml", _demo)
+    add_config_arguments(parser, DemoConfig)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from kalbert.demo import DemoConfig, run_demo
+    from kalbert.demo import run_demo
 
-    run_demo(DemoConfig(out=args.out, corpus_sentences=args.corpus_sentences))
+    run_demo(config_from_args(args))
     return 0

@@ -1,6 +1,8 @@
 """Entry point of the ``kalbert`` command.
 
-Each noun module exposes ``register(subparsers)``; its verbs set ``func`` on their parser.
+Each noun module exposes ``HELP`` and ``register(subparsers)``; its verbs set ``func`` on their parser.
+Verb flags come from config dataclasses whose modules may import torch, so only the noun being run
+registers its verbs; the others show up in ``kalbert --help`` by their one-line ``HELP``.
 User errors (:class:`KalbertError`) print one line and exit 2; ``KALBERT_DEBUG=1`` shows tracebacks.
 """
 
@@ -20,13 +22,14 @@ from kalbert.errors import KalbertError
 NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "bench", "mc", "qa", "sbert", "search", "teacher"]
 
 EPILOG = """examples:
-  kalbert vocab build --lang ko --input kowiki nsmc --vocab-size 32000 --out vocab/ko-32k
+  kalbert vocab build --lang ko --inputs kowiki nsmc --vocab-size 32000 --out vocab/ko-32k
   kalbert vocab inspect vocab/ko-32k "배우들의 연기도 좋았다"
   kalbert data list
 run `kalbert NOUN --help` for the verbs of each noun."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with ``argv`` one whose only complete noun is the one ``argv`` runs."""
     parser = argparse.ArgumentParser(
         prog="kalbert",
         description="Korean/Chinese ALBERT models and sentence embeddings.",
@@ -35,15 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kalbert {__version__}")
     nouns = parser.add_subparsers(dest="noun", metavar="NOUN", required=True)
+    running = next((word for word in argv or () if not word.startswith("-")), None)
     for noun in NOUNS:
-        importlib.import_module(f"kalbert.cli.{noun}").register(nouns)
+        module = importlib.import_module(f"kalbert.cli.{noun}")
+        if argv is None or noun == running:
+            module.register(nouns)
+        else:
+            nouns.add_parser(noun, help=module.HELP)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
         result = args.func(args)
     except KalbertError as exc:
         if os.environ.get("KALBERT_DEBUG") == "1":

@@ -6,12 +6,16 @@ import argparse
 import shlex
 from pathlib import Path
 
-from kalbert.cli.common import add_verb, positive_int
-from kalbert.tasks.multiple_choice import MC_TASKS
+from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
+from kalbert.config import render_command
+
+HELP = "multiple choice: fine-tune ALBERT, predict"
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("mc", help="multiple choice: fine-tune ALBERT, predict")
+    from kalbert.tasks import MCTrainConfig
+
+    parser = nouns.add_parser("mc", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     train = add_verb(
@@ -23,26 +27,11 @@ def register(nouns) -> None:
         "--results benchmarks/results/mc_kobest-copa_albert-tiny.json",
         _train,
     )
-    train.add_argument("--model", required=True, help="ALBERT checkpoint folder (with its tokenizer files)")
-    train.add_argument("--task", required=True, choices=list(MC_TASKS))
-    train.add_argument("--out", required=True, help="output folder for the fine-tuned model")
-    train.add_argument(
-        "--results", help="also write a benchmark results JSON here (for `kalbert bench report`)"
-    )
+    add_config_arguments(train, MCTrainConfig)
+    train.add_argument("--results", help="also write a benchmark results JSON here (for `kalbert bench report`)")
     train.add_argument("--name", help="model name in reports (default: the --model folder name)")
     train.add_argument("--note", default="", help="caveat printed beside the result in reports")
-    train.add_argument("--epochs", type=positive_int, default=3)
-    train.add_argument("--batch-size", type=positive_int, default=16)
-    train.add_argument("--learning-rate", type=float, default=3e-5)
-    train.add_argument("--max-length", type=positive_int, default=128)
-    train.add_argument("--max-train-examples", type=positive_int, help="only the first N training examples")
-    train.add_argument(
-        "--max-eval-examples",
-        type=positive_int,
-        help="only the first N examples of the dev and reported splits (the result says so)",
-    )
-    train.add_argument("--seed", type=int, default=42)
-    train.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    add_overwrite(train)
 
     predict = add_verb(
         verbs,
@@ -60,54 +49,31 @@ def register(nouns) -> None:
     predict.add_argument("--choices", required=True, nargs="+", help="two or more candidate answers")
 
 
-def _command(args: argparse.Namespace) -> str:
+def _command(args: argparse.Namespace, config) -> str:
     """The command line that reproduces this run (defaults left out)."""
-    words = ["kalbert", "mc", "train", "--model", args.model, "--task", args.task, "--out", args.out]
-    for flag, value, default in [
-        ("--results", args.results, None),
-        ("--name", args.name, None),
-        ("--note", args.note, ""),
-        ("--epochs", args.epochs, 3),
-        ("--batch-size", args.batch_size, 16),
-        ("--learning-rate", args.learning_rate, 3e-5),
-        ("--max-length", args.max_length, 128),
-        ("--max-train-examples", args.max_train_examples, None),
-        ("--max-eval-examples", args.max_eval_examples, None),
-        ("--seed", args.seed, 42),
-    ]:
-        if value != default:
-            words += [flag, str(value)]
+    words = shlex.split(render_command("kalbert mc train", config))
+    for flag, value in (("--results", args.results), ("--name", args.name), ("--note", args.note)):
+        words += [flag, value] if value else []
     return shlex.join(words + (["--overwrite"] if args.overwrite else []))
 
 
 def _train(args: argparse.Namespace) -> int:
-    from kalbert.bench.results import write_results
-    from kalbert.tasks import MCTrainConfig, mc_results, train_mc
+    from kalbert.bench.results import mc_results, write_results
+    from kalbert.tasks import train_mc
 
-    config = MCTrainConfig(
-        model=args.model,
-        task=args.task,
-        out=args.out,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        max_length=args.max_length,
-        max_train_examples=args.max_train_examples,
-        max_eval_examples=args.max_eval_examples,
-        seed=args.seed,
-    )
+    config = config_from_args(args)
     summary = train_mc(config, overwrite=args.overwrite)
     report = summary["report"]
     subset = f", first {report['n']} of {report['n_split']}" if report["subset"] else ""
     print(
-        f"{args.task}: accuracy {report['accuracy']:.2f} on the {report['split']} split "
+        f"{config.task}: accuracy {report['accuracy']:.2f} on the {report['split']} split "
         f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on "
         f"{summary['splits']['select'] or 'nothing: last epoch kept'})"
     )
-    print(f"wrote {args.out}")
+    print(f"wrote {config.out}")
     if args.results:
-        name = args.name or Path(args.model).resolve().name
-        write_results(args.results, mc_results(summary, name, _command(args), args.note))
+        name = args.name or Path(config.model).resolve().name
+        write_results(args.results, mc_results(summary, name, _command(args, config), args.note))
         print(f"wrote {args.results}")
     return 0
 

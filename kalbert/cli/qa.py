@@ -7,14 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from kalbert.cli.common import add_verb, positive_int
+from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
 from kalbert.errors import KalbertError
 
-TASKS = ["korquad", "cmrc2018"]
+HELP = "extractive QA: fine-tune ALBERT, predict, evaluate"
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("qa", help="extractive QA: fine-tune ALBERT, predict, evaluate")
+    from kalbert.tasks.qa import QA_TASKS, QATrainConfig
+
+    parser = nouns.add_parser("qa", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     train = add_verb(
@@ -24,21 +26,8 @@ def register(nouns) -> None:
         "kalbert qa train --model outputs/pretrain-tiny/model --task korquad --out outputs/qa-korquad",
         _train,
     )
-    train.add_argument("--model", required=True, help="ALBERT checkpoint folder (with its tokenizer files)")
-    train.add_argument("--task", required=True, choices=TASKS)
-    train.add_argument("--out", required=True, help="output folder for the fine-tuned model")
-    train.add_argument("--epochs", type=positive_int, default=3)
-    train.add_argument("--batch-size", type=positive_int, default=16, help="windows per step")
-    train.add_argument("--lr", type=float, default=5e-5, help="peak learning rate")
-    train.add_argument("--max-seq-length", type=positive_int, default=384, help="tokens per window")
-    train.add_argument("--doc-stride", type=positive_int, default=128,
-                       help="tokens shared by consecutive windows of a long context")
-    train.add_argument("--max-answer-length", type=positive_int, default=30, help="longest answer, in tokens")
-    train.add_argument("--max-rows", type=positive_int, help="only the first N training questions")
-    train.add_argument("--max-eval-rows", type=positive_int,
-                       help="only the first N questions of val and test (the result says so)")
-    train.add_argument("--seed", type=int, default=42)
-    train.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    add_config_arguments(train, QATrainConfig)
+    add_overwrite(train)
 
     predict = add_verb(
         verbs,
@@ -65,27 +54,22 @@ def register(nouns) -> None:
         _evaluate,
     )
     evaluate.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
-    evaluate.add_argument("--task", required=True, choices=TASKS)
+    evaluate.add_argument("--task", required=True, choices=list(QA_TASKS))
     evaluate.add_argument("--split", default="test", help="train, val, test (the reported part), or dev (all)")
     evaluate.add_argument("--max-rows", type=positive_int, help="only the first N questions")
     evaluate.add_argument("--out", help="write the scores and every prediction ({id: answer}) as JSON here")
 
 
 def _train(args: argparse.Namespace) -> int:
-    from kalbert.tasks.qa import QATrainConfig, train_qa
+    from kalbert.tasks.qa import train_qa
 
-    config = QATrainConfig(
-        model=args.model, task=args.task, out=args.out, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.lr, max_length=args.max_seq_length, doc_stride=args.doc_stride,
-        max_answer_tokens=args.max_answer_length, max_train_rows=args.max_rows, max_eval_rows=args.max_eval_rows,
-        seed=args.seed,
-    )
+    config = config_from_args(args)
     summary = train_qa(config, overwrite=args.overwrite)
     report = summary["report"]
     subset = f", first {report['n']} of {report['n_split']}" if report["subset"] else ""
-    print(f"{args.task}: EM {report['exact_match']:.2f} F1 {report['f1']:.2f} on the {report['split']} split "
+    print(f"{config.task}: EM {report['exact_match']:.2f} F1 {report['f1']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on {summary['splits']['select']})")
-    print(f"wrote {args.out}")
+    print(f"wrote {config.out}")
     return 0
 
 
@@ -138,7 +122,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from kalbert.datasets import parse_ref
+    from kalbert.data import parse_ref
     from kalbert.io import atomic_write_json
     from kalbert.tasks.qa import evaluate_qa
 

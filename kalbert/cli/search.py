@@ -7,12 +7,16 @@ import json
 import sys
 from dataclasses import asdict
 
-from kalbert.cli.common import add_verb, positive_int
+from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
 from kalbert.sentence import BACKENDS
+
+HELP = "similarity search over a sentence corpus"
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser("search", help="similarity search over a sentence corpus")
+    from kalbert.sentence.search import SearchBuildConfig
+
+    parser = nouns.add_parser("search", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     build = add_verb(
@@ -21,15 +25,8 @@ def register(nouns) -> None:
         "  kalbert search build --model outputs/sbert-ko-tiny-onnx --corpus korsts:test --out outputs/index-korsts "
         "--backend onnx-int8",
         _build)
-    build.add_argument("--model", help="sentence-model folder (default: the shipped models/sbert-ko-zh-small)")
-    build.add_argument("--corpus", required=True,
-                       help="text file (one sentence per line) or data set, e.g. korsts:test, kowiki")
-    build.add_argument("--out", required=True, help="index folder")
-    build.add_argument("--batch-size", type=positive_int, default=128)
-    build.add_argument("--max-sentences", type=positive_int, help="index at most N sentences")
-    build.add_argument("--backend", choices=BACKENDS, default="torch",
-                       help="run the model in PyTorch or from its ONNX files (kalbert sbert export --backend onnx)")
-    build.add_argument("--overwrite", action="store_true")
+    add_config_arguments(build, SearchBuildConfig)
+    add_overwrite(build)
 
     query = add_verb(
         verbs, "query", "find the nearest corpus sentences of each query text",
@@ -44,13 +41,9 @@ def register(nouns) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from kalbert.sentence.encoder import default_sentence_model
-    from kalbert.sentence.search import SearchBuildConfig, SearchIndex, build_index
+    from kalbert.sentence.search import SearchIndex, build_index
 
-    model = args.model or str(default_sentence_model())
-    config = SearchBuildConfig(model=model, corpus=args.corpus, out=args.out, batch_size=args.batch_size,
-                               max_sentences=args.max_sentences, backend=args.backend)
-    out = build_index(config, overwrite=args.overwrite)
+    out = build_index(config_from_args(args), overwrite=args.overwrite)
     index = SearchIndex(out)
     print(f"index: {out} ({len(index)} sentences, {index.meta['dim']} dims, {index.meta['seconds']} s)")
     return 0

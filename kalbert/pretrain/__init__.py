@@ -4,7 +4,7 @@ The notebook-facing API::
 
     from kalbert.pretrain import DataBuildConfig, PretrainConfig, build_pretraining_data, pretrain, load_pretrained
     data = build_pretraining_data(DataBuildConfig(vocab="vocab/ko-32k", inputs=["kowiki"], out="outputs/data"))
-    model_dir = pretrain(PretrainConfig(data=str(data), out="outputs/run", steps=1000))
+    model_dir = pretrain(PretrainConfig(data=str(data), out="outputs/run", max_steps=1000))
     model, tokenizer = load_pretrained(model_dir)
 
 Names are imported lazily: building data needs neither torch nor transformers, and its worker
@@ -24,7 +24,7 @@ _EXPORTS = {
     "ModelConfig": "kalbert.pretrain.presets",
     "albert_config": "kalbert.pretrain.presets",
     "count_parameters": "kalbert.pretrain.presets",
-    "PretrainConfig": "kalbert.pretrain.trainer",
+    "PretrainConfig": "kalbert.pretrain.config",
     "pretrain": "kalbert.pretrain.trainer",
     "load_pretrained": "kalbert.pretrain.export",
 }

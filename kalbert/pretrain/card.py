@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 
 from kalbert.io import atomic_write_text
-
-
-def invocation() -> str | None:
-    """The running ``kalbert`` command line (None from the Python API), for provenance."""
-    if sys.argv and Path(sys.argv[0]).name == "kalbert":
-        return shlex.join(["kalbert", *sys.argv[1:]])
-    return None
 
 
 def _command_line(meta: dict) -> str:

@@ -11,7 +11,6 @@ its spiece.model sha256 recorded, so training can refuse a mismatched vocabulary
 from __future__ import annotations
 
 import itertools
-import json
 import multiprocessing as mp
 import os
 import random
@@ -26,10 +25,12 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.datasets import iter_documents, resolve_sources
+from kalbert.artifact import Kind, folder_language, invocation, read_meta, write_meta
+from kalbert.config import DEFAULT_SEED
+from kalbert.data import iter_documents, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
-from kalbert.pretrain.card import invocation, write_data_card
+from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
+from kalbert.pretrain.card import write_data_card
 from kalbert.pretrain.instances import Document, Instance, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
 from kalbert.pretrain.tokens import encode_sentences
@@ -37,7 +38,6 @@ from kalbert.text import make_segmenter, normalize_text, split_sentences
 from kalbert.vocab.files import SPIECE, check_special_ids, load_processor, spiece_path
 
 SPLITS = ("train", "heldout")
-DATA_KIND = "pretraining-data"
 VOCAB_SUBDIR = "vocab"
 
 
@@ -59,7 +59,7 @@ class DataBuildConfig:
     """share of documents kept apart for evaluation (chosen by a hash of the document)"""
     max_documents: int = 0
     """read only the first N documents (0: all), for slices and quick runs"""
-    seed: int = 12345
+    seed: int = DEFAULT_SEED
     """seed of the instance-building randomness"""
     processes: int = 0
     """worker processes (0: all cores)"""
@@ -69,23 +69,13 @@ class DataBuildConfig:
     """instances per shard file"""
 
 
-def vocab_language(vocab: Path) -> str:
-    """The vocabulary's language ("ko", "zh", "ko+zh") from its kalbert.json."""
-    meta_path = vocab / "kalbert.json"
-    try:
-        return "+".join(json.loads(meta_path.read_text(encoding="utf-8"))["languages"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise KalbertError(f"{vocab} has no readable kalbert.json with its languages",
-                           "pass a folder made by `kalbert vocab build`") from None
-
-
 def _validate(config: DataBuildConfig) -> None:
     if not 8 <= config.max_seq_length <= 512:
         raise KalbertError(f"--max-seq-length {config.max_seq_length} is out of range", "use 8 to 512")
     if not 0.0 <= config.short_seq_prob <= 1.0:
         raise KalbertError(f"--short-seq-prob {config.short_seq_prob} is not a probability")
     if not 0.0 <= config.heldout_fraction < 0.5:
-        raise KalbertError(f"--heldout {config.heldout_fraction} is out of range", "use 0 to 0.5, e.g. 0.01")
+        raise KalbertError(f"--heldout-fraction {config.heldout_fraction} is out of range", "use 0 to 0.5, e.g. 0.01")
 
 
 # ------------------------------------------------------------------------------------------ workers
@@ -95,7 +85,7 @@ _STATE: dict[str, object] = {}
 def _init_worker(config: DataBuildConfig) -> None:
     _STATE["config"] = config
     _STATE["processor"] = load_processor(config.vocab)
-    _STATE["segmenter"] = make_segmenter(vocab_language(Path(config.vocab)))
+    _STATE["segmenter"] = make_segmenter(folder_language(Path(config.vocab)))
 
 
 def _is_heldout(document: list[str], fraction: float) -> bool:
@@ -159,11 +149,10 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
     vocab = Path(config.vocab)
     processor = load_processor(vocab)
     check_special_ids(processor)
-    language = vocab_language(vocab)
+    language = folder_language(vocab)
     sources = resolve_sources(config.inputs)
     out = Path(config.out)
-    if out.exists() and not overwrite:
-        raise KalbertError(f"output folder {out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(out, overwrite)
     dtype = ids_dtype(processor.get_piece_size())
     started = time.time()
     totals = {split: Counter() for split in SPLITS}
@@ -187,7 +176,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
         shutil.copytree(vocab, tmp / VOCAB_SUBDIR, ignore=shutil.ignore_patterns(".*"))
         meta = {
             "kalbert_version": __version__,
-            "kind": DATA_KIND,
+            "kind": Kind.PRETRAINING_DATA,
             "command": invocation(),
             "config": asdict(config),
             "language": language,
@@ -202,7 +191,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
                        for split in SPLITS},
             "build_seconds": round(time.time() - started, 1),
         }
-        atomic_write_json(tmp / "kalbert.json", meta)
+        write_meta(tmp, meta)
         write_data_card(tmp, meta)
     return out
 
@@ -218,14 +207,7 @@ class PretrainingData:
     @classmethod
     def open(cls, folder: str | Path) -> PretrainingData:
         folder = Path(folder)
-        meta_path = folder / "kalbert.json"
-        if not folder.is_dir() or not meta_path.exists():
-            raise KalbertError(f"{folder} is not a pretraining data folder (no kalbert.json)",
-                               "build one with `kalbert data build`")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("kind") != DATA_KIND:
-            raise KalbertError(f"{folder} is a {meta.get('kind', 'unknown')} folder, not pretraining data",
-                               "build one with `kalbert data build`")
+        meta = read_meta(folder, expect=Kind.PRETRAINING_DATA)
         data = cls(folder, meta)
         if sha256_file(data.vocab_dir / SPIECE) != meta["vocab"]["spiece_sha256"]:
             raise KalbertError(f"the vocabulary copy in {data.vocab_dir} does not match the one the data was "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.artifact import write_meta
+from kalbert.io import atomic_output_dir
 from kalbert.pretrain.card import write_model_card
 from kalbert.pretrain.curves import plot_curves, read_metrics
 
@@ -27,7 +28,7 @@ def export_model(model, vocab_dir: Path, out: Path, meta: dict, metrics_path: Pa
         if records:
             plot_curves(records, tmp / CURVES_PNG, f"{title}: {meta['model']}")
             png = CURVES_PNG
-        atomic_write_json(tmp / "kalbert.json", {**meta, "final_eval": final_eval})
+        write_meta(tmp, {**meta, "final_eval": final_eval})
         write_model_card(tmp, title, meta, final_eval, png)
     return out
 

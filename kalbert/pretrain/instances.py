@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kalbert.vocab.files import CLS_ID, SEP_ID
+
 Sentence = tuple[np.ndarray, np.ndarray]
 """Token ids (int32) and unit-start flags (uint8) of one sentence."""
 Document = list[Sentence]
 
-CLS_ID, SEP_ID = 2, 3
 FLAGS_SPECIAL = np.uint8(3)  # special tokens open a unit of their own
 
 

@@ -13,6 +13,7 @@ resumed run, or the same global batch split over any number of processes, masks 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -20,10 +21,9 @@ import torch
 from kalbert.errors import KalbertError
 from kalbert.pretrain.shards import Example
 from kalbert.pretrain.tokens import MORPHEME_START, WORD_START
-from kalbert.vocab.files import SPECIAL_TOKENS
+from kalbert.vocab.files import MASK_ID, PAD_ID, SPECIAL_TOKENS
 
 IGNORE = -100
-PAD_ID, MASK_ID = 0, 4
 FIRST_ORDINARY_ID = len(SPECIAL_TOKENS)
 _UNIT_BITS = {"word": WORD_START, "morpheme": MORPHEME_START}
 
@@ -38,7 +38,7 @@ class MaskingConfig:
     """at most this many predicted tokens per instance (ALBERT: 20 at length 128)"""
     max_ngram: int = 3
     """longest span, in units; span length n is drawn with p(n) ∝ 1/n"""
-    unit: str = "morpheme"
+    mask_unit: Literal["morpheme", "word", "token"] = "morpheme"
     """what a span is made of: "word" (whitespace word), "morpheme" (analyzer unit) or "token\""""
     mask_token_prob: float = 0.8
     """chosen tokens replaced by [MASK]"""
@@ -46,8 +46,8 @@ class MaskingConfig:
     """chosen tokens replaced by a random piece (the rest stay as they are)"""
 
     def validate(self) -> None:
-        if self.unit not in (*_UNIT_BITS, "token"):
-            raise KalbertError(f"unknown masking unit {self.unit!r}", "use word, morpheme or token")
+        if self.mask_unit not in (*_UNIT_BITS, "token"):
+            raise KalbertError(f"unknown masking unit {self.mask_unit!r}", "use word, morpheme or token")
         if not 0 < self.mask_prob < 1 or self.max_predictions < 1 or self.max_ngram < 1:
             raise KalbertError("masking needs 0 < mask_prob < 1, max_predictions >= 1 and max_ngram >= 1")
         if self.mask_token_prob + self.random_token_prob > 1:
@@ -70,7 +70,7 @@ def _units(ids: np.ndarray, flags: np.ndarray, unit: str) -> tuple[np.ndarray, n
 def mask_instance(ids: np.ndarray, flags: np.ndarray, config: MaskingConfig, vocab_size: int,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The masked ids and the labels (the original id where predicted, else -100)."""
-    starts, ends = _units(ids, flags, config.unit)
+    starts, ends = _units(ids, flags, config.mask_unit)
     labels = np.full(len(ids), IGNORE, dtype=np.int64)
     n_tokens = int(np.sum(ends - starts))
     if n_tokens == 0:

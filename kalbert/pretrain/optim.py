@@ -27,30 +27,39 @@ class Lamb(torch.optim.Optimizer):
     def step(self, closure=None):  # noqa: D102 - torch's signature
         loss = closure() if closure is not None else None
         for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
-                state["step"] += 1
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.lerp_(p.grad, 1 - beta1)
-                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
-                m_hat = m / (1 - beta1 ** state["step"])
-                v_hat = v / (1 - beta2 ** state["step"])
-                update = m_hat / (v_hat.sqrt() + group["eps"])
-                if group["weight_decay"]:
-                    update.add_(p, alpha=group["weight_decay"])
-                ratio = 1.0
-                if group["adapt"]:
-                    w_norm, u_norm = p.norm(), update.norm()
-                    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
-                p.sub_(update * (group["lr"] * ratio))
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                self._update(group, params)
         return loss
+
+    def _update(self, group: dict, params: list[torch.Tensor]) -> None:
+        """One step of ``params``; every op runs over all of them at once (``torch._foreach_*``), not per tensor."""
+        beta1, beta2 = group["betas"]
+        states = [self.state[p] for p in params]
+        for p, state in zip(params, states, strict=True):
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = torch.zeros_like(p)
+                state["exp_avg_sq"] = torch.zeros_like(p)
+            state["step"] += 1
+        grads = [p.grad for p in params]
+        m, v = [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]
+        torch._foreach_lerp_(m, grads, 1 - beta1)
+        torch._foreach_mul_(v, beta2)
+        torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
+        m_hat = torch._foreach_div(m, [1 - beta1 ** s["step"] for s in states])
+        denom = torch._foreach_sqrt(torch._foreach_div(v, [1 - beta2 ** s["step"] for s in states]))
+        torch._foreach_add_(denom, group["eps"])
+        updates = torch._foreach_div(m_hat, denom)
+        if group["weight_decay"]:
+            torch._foreach_add_(updates, params, alpha=group["weight_decay"])
+        scales = [group["lr"]] * len(params)
+        if group["adapt"]:
+            w_norms, u_norms = torch.stack(torch._foreach_norm(params)), torch.stack(torch._foreach_norm(updates))
+            ratios = torch.where((w_norms > 0) & (u_norms > 0), w_norms / u_norms, 1.0)
+            scales = (group["lr"] * ratios).tolist()
+        torch._foreach_mul_(updates, scales)
+        torch._foreach_sub_(params, updates)
 
 
 def make_optimizer(model: torch.nn.Module, name: str, lr: float, weight_decay: float) -> torch.optim.Optimizer:
@@ -64,7 +73,7 @@ def make_optimizer(model: torch.nn.Module, name: str, lr: float, weight_decay: f
                      {"params": no_decay, "weight_decay": 0.0, "adapt": False}], lr=lr)
     if name == "adamw":
         return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                                  {"params": no_decay, "weight_decay": 0.0}], lr=lr, eps=1e-6)
+                                  {"params": no_decay, "weight_decay": 0.0}], lr=lr, eps=1e-6, foreach=True)
     raise KalbertError(f"unknown optimizer {name!r}", f"use one of {', '.join(OPTIMIZERS)}")
 
 

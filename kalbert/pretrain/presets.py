@@ -11,12 +11,13 @@ cannot record (loading it would silently untie them), so it is not offered.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 from transformers import AlbertConfig, AlbertModel
 
 from kalbert.errors import KalbertError
-from kalbert.vocab.files import MODEL_MAX_LENGTH
+from kalbert.vocab.files import CLS_ID, MODEL_MAX_LENGTH, PAD_ID, SEP_ID
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ PRESETS: dict[str, ModelSize] = {
 class ModelConfig:
     """A preset plus optional overrides; ``None`` keeps the preset's value."""
 
-    preset: str = "tiny"
+    preset: Literal["tiny", "small", "base", "large"] = "tiny"
     """tiny (E128 H312 L4), small (E128 H768 L6), base (E128 H768 L12) or large (E128 H1024 L24)"""
     embedding_size: int | None = None
     """E override"""
@@ -108,9 +109,9 @@ def albert_config(model: ModelConfig, vocab_size: int) -> AlbertConfig:
         classifier_dropout_prob=0.1,
         max_position_embeddings=model.max_position_embeddings,
         type_vocab_size=2,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=3,
+        pad_token_id=PAD_ID,
+        bos_token_id=CLS_ID,
+        eos_token_id=SEP_ID,
     )
 
 

@@ -1,6 +1,6 @@
 """Sentences -> token ids plus per-token unit-start flags, for whole-word/whole-morpheme masking.
 
-Tokens come from the plain SentencePiece model, exactly as at inference (DESIGN §2). The flags
+Tokens come from the plain SentencePiece model, exactly as at inference. The flags
 come from the analyzer: a token starts a *word* when it opens a whitespace word (its piece starts
 with ``▁``), and starts a *morpheme* when it opens a word or begins at an analyzer boundary inside
 one (mecab-ko morphemes, jieba words). ALBERT's own rule treats every Hangul/Han piece as a word;

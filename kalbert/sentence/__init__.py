@@ -7,7 +7,8 @@ Names are imported on first use, so ``import kalbert.sentence`` does not pull in
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import typing
+from typing import Any, Literal
 
 _WHERE = {
     "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "encoder",
@@ -18,8 +19,9 @@ _WHERE = {
     "SearchBuildConfig": "search", "SearchIndex": "search", "build_index": "search", "search_index": "search",
 }
 # How a sentence model runs (load_sentence_model's backend): here, so the CLI can offer them without importing numpy.
-BACKENDS = ("torch", "onnx", "onnx-int8")
-__all__ = sorted([*_WHERE, "BACKENDS"])
+Backend = Literal["torch", "onnx", "onnx-int8"]
+BACKENDS = typing.get_args(Backend)
+__all__ = sorted([*_WHERE, "BACKENDS", "Backend"])
 
 
 def __getattr__(name: str) -> Any:

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from kalbert.artifact import Kind, read_meta, write_meta
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
-from kalbert.sentence.card import META_FILE, add_stage, read_meta, write_meta_and_card
+from kalbert.io import atomic_output_dir, sha256_file
+from kalbert.sentence.card import add_stage, write_meta_and_card
 from kalbert.sentence.encoder import is_sentence_model
 
 if TYPE_CHECKING:
@@ -214,11 +215,11 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
         meta = read_meta(tmp)
         meta["onnx"] = _record(module_dir, files, cosines, int8_config if config.quantize else None)
         add_stage(meta, "onnx-export", asdict(config), seconds=round(time.perf_counter() - started, 1))
-        if meta.get("kind") == "sentence-model":  # a kalbert folder: refresh its card too
+        if meta.get("kind") == Kind.SENTENCE_MODEL:  # a kalbert folder: refresh its card too
             write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(),
                                 model.max_seq_length)
         else:  # someone else's folder keeps its own README
-            atomic_write_json(tmp / META_FILE, meta)
+            write_meta(tmp, meta)
     return Path(config.out)
 
 

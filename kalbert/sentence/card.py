@@ -7,68 +7,16 @@ data split it was measured on and the command that produced the model.
 
 from __future__ import annotations
 
-import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 from kalbert import __version__
-from kalbert.io import atomic_write_json, atomic_write_text
-
-META_FILE = "kalbert.json"
-
-
-def invocation() -> str | None:
-    """The shell command that is running, when it is the ``kalbert`` program (for provenance)."""
-    program = Path(sys.argv[0]).name if sys.argv else ""
-    if program in ("kalbert", "__main__.py", "main.py"):
-        return shlex.join(["kalbert", *sys.argv[1:]])
-    return None
-
-
-def read_meta(folder: str | Path) -> dict[str, Any]:
-    """``kalbert.json`` of a model/vocab folder, or ``{}`` when it has none or it is unreadable."""
-    path = Path(folder) / META_FILE
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def folder_languages(folder: str | Path) -> list[str]:
-    """Languages a model folder declares: ``kalbert.json`` ``languages`` (or ``language: "ko+zh"``), else
-    the card's ``language:`` front matter (as on Hugging Face model cards)."""
-    meta = read_meta(folder)
-    if meta.get("languages"):
-        return list(meta["languages"])
-    if isinstance(meta.get("language"), str):
-        return meta["language"].split("+")
-    readme = Path(folder) / "README.md"
-    if not readme.is_file():
-        return []
-    lines = readme.read_text(encoding="utf-8", errors="replace").splitlines()
-    if not lines or lines[0].strip() != "---":
-        return []
-    found: list[str] = []
-    in_list = False
-    for line in lines[1:]:
-        if line.strip() == "---":
-            break
-        if line.startswith("language:"):
-            value = line.partition(":")[2].strip()
-            found += [value] if value else []
-            in_list = not value
-        elif in_list and line.lstrip().startswith("- "):
-            found.append(line.strip()[2:].strip())
-        else:
-            in_list = False
-    return found
+from kalbert.artifact import META_FILE, Kind, invocation, write_meta
+from kalbert.io import atomic_write_text
 
 
 def new_meta(languages: list[str], source: str) -> dict[str, Any]:
-    return {"kalbert_version": __version__, "kind": "sentence-model", "languages": languages,
+    return {"kalbert_version": __version__, "kind": Kind.SENTENCE_MODEL, "languages": languages,
             "source": source, "stages": [], "metrics": []}
 
 
@@ -140,5 +88,5 @@ def write_meta_and_card(folder: Path, meta: dict[str, Any], modules: list[str], 
     if not all((folder / name).is_file() for name in onnx_files.values()):
         # A stage that trained from an ONNX-exported folder inherits its record, but not its ONNX files.
         meta = {key: value for key, value in meta.items() if key != "onnx"}
-    atomic_write_json(folder / META_FILE, meta)
+    write_meta(folder, meta)
     atomic_write_text(folder / "README.md", render_card(meta, modules, dimension, max_seq_length))

@@ -34,8 +34,19 @@ class CollapseReport:
                 f"{self.mean_cosine:.3f} ± {self.cosine_std:.2e}")
 
 
-def check_collapse(embeddings: np.ndarray, min_relative_std: float = 1e-3, min_cosine_std: float = 1e-3,
-                   max_pairs_sample: int = 512) -> CollapseReport:
+MIN_RELATIVE_STD = 1e-3
+"""Below this relative per-dimension spread the vectors are (nearly) one vector."""
+MIN_COSINE_STD = 1e-3
+"""Below this spread of pairwise cosines every pair looks equally similar: no ranking is left to score."""
+
+
+def cosines_collapsed(cosines: np.ndarray) -> bool:
+    """The collapse criterion on pair cosines alone (what a benchmark has), the one :func:`check_collapse` uses."""
+    return float(np.std(cosines)) < MIN_COSINE_STD
+
+
+def check_collapse(embeddings: np.ndarray, min_relative_std: float = MIN_RELATIVE_STD,
+                   min_cosine_std: float = MIN_COSINE_STD, max_pairs_sample: int = 512) -> CollapseReport:
     """Measure the spread of ``embeddings`` ([n, dim], n >= 2) and call it collapsed below the thresholds."""
     vectors = np.asarray(embeddings, dtype=np.float64)[:max_pairs_sample]
     if vectors.ndim != 2 or len(vectors) < 2:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from kalbert.datasets import DATASETS, iter_documents, resolve_sources
+from kalbert.data import DATASETS, iter_documents, resolve_sources
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes
 from kalbert.text.balance import temperature_quotas

@@ -33,10 +33,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kalbert.datasets import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
+from kalbert.artifact import folder_languages, read_meta
+from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, kalbert_cache, open_text
-from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta
+from kalbert.io import atomic_output_dir, atomic_write_json, kalbert_cache, open_text, refuse_existing_output
+from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.corpus import cached_sample
 from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
@@ -120,7 +121,8 @@ class DistillConfig:
     """What the student matches: the teacher's in-batch cosine similarities, its vectors (MSE), or its vectors
     among the batch's (InfoNCE)."""
     learn_source: bool = True
-    """Also train student(source); off for a student whose vocabulary cannot read the teacher's language."""
+    """Also train student(source) on parallel data; --no-learn-source for a student whose vocabulary cannot
+    read the teacher's language."""
     pooling: Pooling = "mean"
     """Pooling when ``student`` is a plain checkpoint."""
     max_seq_length: int = 128
@@ -344,8 +346,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize
 
-    if Path(config.out).exists() and not overwrite:
-        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(config.out, overwrite)
     if not config.parallel and not config.corpus:
         raise KalbertError("no training sentences", "pass --corpus (e.g. kowiki zh-clue) and/or --parallel "
                            "(e.g. parallel-stsb-train tatoeba-en-ko)")

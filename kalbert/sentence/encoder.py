@@ -1,7 +1,7 @@
 """Load a sentence model and turn sentences into embeddings, the one way every kalbert stage does it.
 
 ``encode`` is a thin layer over ``SentenceTransformer.encode`` (so a folder gives the same vectors in
-kalbert and in plain sentence-transformers, DESIGN §4) that adds what callers kept redoing: duplicate
+kalbert and in plain sentence-transformers) that adds what callers kept redoing: duplicate
 sentences are encoded once, and the result is always a float32 ``numpy`` array in input order.
 """
 

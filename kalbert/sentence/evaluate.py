@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kalbert.datasets import get_spec, load_sts, parse_ref
+from kalbert.data import get_spec, load_sts, parse_ref
 from kalbert.errors import KalbertError
 
 if TYPE_CHECKING:

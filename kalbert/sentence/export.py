@@ -1,7 +1,7 @@
 """ALBERT checkpoint -> SentenceTransformer folder (Transformer + Pooling [+ Dense] [+ Normalize]).
 
 The folder is written by sentence-transformers itself and checked by reloading it the way a user
-will (``SentenceTransformer(path)``, offline), so the DESIGN §4 contract holds by construction:
+will (``SentenceTransformer(path)``, offline), so by construction
 plain sentence-transformers and kalbert's :func:`~kalbert.sentence.encode` give the same vectors.
 """
 
@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from kalbert.artifact import folder_languages, read_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir
-from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta, write_meta_and_card
+from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
 from kalbert.vocab.files import SPIECE
 
 if TYPE_CHECKING:

@@ -21,8 +21,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
 from kalbert.sentence.collapse import ADVICE, CollapseReport, check_collapse
+from kalbert.training import BestCheckpoint, adamw, linear_warmup
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -48,7 +50,7 @@ class LoopConfig:
     """Evaluate every this many steps; 0: at the end of every epoch."""
     max_steps: int | None = None
     """Stop after this many steps (a cap for quick runs and tests)."""
-    seed: int = 13
+    seed: int = DEFAULT_SEED
     """Seed for shuffling and initialisation."""
     on_collapse: Literal["stop", "warn"] = "stop"
     """What to do when evaluation finds collapsed embeddings: stop training, or warn and go on."""
@@ -109,15 +111,6 @@ def _batches(tasks: list[TrainTask], batch_size: int, rng: random.Random) -> lis
     return plan
 
 
-def _optimizer(model: torch.nn.Module, tasks: list[TrainTask], config: LoopConfig) -> torch.optim.Optimizer:
-    params = {id(p): (n, p) for m in [model, *(t.loss for t in tasks)] for n, p in m.named_parameters()
-              if p.requires_grad}
-    no_decay = [p for n, p in params.values() if p.ndim < 2]
-    decay = [p for n, p in params.values() if p.ndim >= 2]
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr)
-
-
 def _to_device(features: dict, device: torch.device) -> dict:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
 
@@ -128,8 +121,6 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
 
     ``evaluate`` returns (score to maximise, all metrics). ``probe`` sentences feed the collapse guard.
     """
-    from transformers import get_linear_schedule_with_warmup
-
     tasks = [t for t in tasks if len(t)]
     if not tasks:
         raise KalbertError("no training rows", "check the --train data sets")
@@ -139,15 +130,16 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
     total = max(1, math.ceil(config.epochs * per_epoch))
     total = min(total, config.max_steps) if config.max_steps else total
     eval_every = config.eval_steps or per_epoch
-    optimizer = _optimizer(model, tasks, config)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
+    # the losses' own parameters (a projection, a temperature) train with the model
+    parameters = {id(p): p for m in [model, *(t.loss for t in tasks)] for p in m.parameters()}.values()
+    optimizer = adamw(parameters, config.lr, config.weight_decay)
+    scheduler = linear_warmup(optimizer, config.warmup_ratio, total)
     result = FitResult()
-    best_state: dict[str, torch.Tensor] | None = None
+    best = BestCheckpoint()
     started = time.perf_counter()
 
     def run_evaluation(step: int) -> bool:
         """Evaluate, keep the best healthy weights; False when training must stop for collapse."""
-        nonlocal best_state
         model.eval()
         with torch.no_grad():
             score, metrics = evaluate()
@@ -159,9 +151,8 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
         if report.collapsed:
             log.warning("%s at step %d; %s", report.describe(), step, ADVICE)
             tqdm.write(f"WARNING: {report.describe()} at step {step}. Try: {ADVICE}")
-        elif step > 0 and (result.best is None or score > result.best.score):
+        elif step > 0 and best.offer(score, step, model):
             result.best = evaluation
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         model.train()
         return not (report.collapsed and config.on_collapse == "stop")
 
@@ -188,8 +179,7 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
             if step >= total or result.stopped_for_collapse:
                 break
     progress.close()
-    if best_state is not None:
-        model.load_state_dict(best_state)
+    best.restore(model)
     model.eval()
     result.steps, result.seconds = step, time.perf_counter() - started
     return result

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm.auto import tqdm
 
-from kalbert.datasets import DATASETS, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.data import DATASETS, load_nli, load_pairs, load_sts, parse_ref
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json, open_text
-from kalbert.sentence.encoder import load_sentence_model
+from kalbert.sentence import Backend
+from kalbert.sentence.encoder import default_sentence_model, load_sentence_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -40,19 +41,19 @@ SCAN_ROWS = 65536
 class SearchBuildConfig:
     """What to index and how."""
 
-    model: str
-    """Sentence-model folder used to encode the corpus (and later the queries)."""
     corpus: str
     """A text file with one sentence per line (.txt/.txt.gz), or a data set such as korsts:test or kowiki."""
     out: str
     """Index folder to write."""
+    model: str | None = None
+    """Sentence-model folder used to encode the corpus (and later the queries); None: the shipped model."""
     batch_size: int = 128
     """Sentences per encoding batch."""
     chunk_size: int = 8192
     """Sentences encoded per chunk (sorted by length within it); bounds memory during the build."""
     max_sentences: int | None = None
     """Index at most this many sentences (None: all)."""
-    backend: str = "torch"
+    backend: Backend = "torch"
     """How the model runs: torch, onnx or onnx-int8 (ONNX files from ``kalbert sbert export --backend onnx``)."""
 
 
@@ -82,7 +83,7 @@ def corpus_sentences(source: str) -> Iterator[str]:
         ref_name, split = parse_ref(source)
         kind = DATASETS[ref_name].kind
         if kind == "corpus":
-            from kalbert.datasets import iter_documents
+            from kalbert.data import iter_documents
 
             yield from (line for doc in iter_documents(source) for line in doc)
             return
@@ -125,7 +126,8 @@ def _read_rows(folder: Path, offsets: np.ndarray, start: int, stop: int) -> list
 
 def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
     """Encode every corpus sentence into a float16 memory-mapped matrix; return the index folder."""
-    model = load_sentence_model(config.model, backend=config.backend)
+    model_folder = Path(config.model or default_sentence_model())
+    model = load_sentence_model(model_folder, backend=config.backend)
     started = time.perf_counter()
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         count = _write_sentences(config.corpus, tmp, config.max_sentences)
@@ -144,7 +146,7 @@ def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
         matrix.flush()
         del matrix
         atomic_write_json(tmp / META, {
-            "format": INDEX_FORMAT, "model": str(Path(config.model).resolve()), "count": count, "dim": dim,
+            "format": INDEX_FORMAT, "model": str(model_folder.resolve()), "count": count, "dim": dim,
             "dtype": "float16", "normalized": True, "max_seq_length": model.max_seq_length,
             "sentences_bytes": int(offsets[-1]), "build": asdict(config),
             "seconds": round(time.perf_counter() - started, 1),

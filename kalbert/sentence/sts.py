@@ -17,10 +17,11 @@ from typing import Literal
 
 import numpy as np
 
-from kalbert.datasets import assert_trainable, get_spec, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.artifact import folder_languages, read_meta
+from kalbert.data import assert_trainable, get_spec, load_nli, load_pairs, load_sts, parse_ref
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json
-from kalbert.sentence.card import add_metric, add_stage, folder_languages, new_meta, read_meta
+from kalbert.io import atomic_output_dir, atomic_write_json, refuse_existing_output
+from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
 from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref, sts_evaluator
@@ -149,8 +150,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
                                                             else config.eval)]
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
-    if Path(config.out).exists() and not overwrite:
-        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(config.out, overwrite)
     model = load_sentence_model(config.model, pooling=config.pooling)
     set_max_seq_length(model, config.max_seq_length)
     tasks = build_tasks(model, refs, config.loss, config.max_rows)

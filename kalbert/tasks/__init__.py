@@ -1,5 +1,5 @@
 """Fine-tuned task heads on kalbert's ALBERT models (multiple choice)."""
 
-from kalbert.tasks.multiple_choice import MC_TASKS, MCTrainConfig, mc_results, predict_mc, train_mc
+from kalbert.tasks.multiple_choice import MC_TASKS, MCTrainConfig, predict_mc, train_mc
 
-__all__ = ["MC_TASKS", "MCTrainConfig", "mc_results", "predict_mc", "train_mc"]
+__all__ = ["MC_TASKS", "MCTrainConfig", "predict_mc", "train_mc"]

@@ -1,10 +1,9 @@
-"""What every task fine-tuning (multiple choice, extractive QA) shares: the ALBERT check and the optimiser."""
+"""What every task fine-tuning (multiple choice, extractive QA) checks first: that the model is an ALBERT."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from kalbert.errors import KalbertError
 
@@ -22,15 +21,3 @@ def check_albert(path: str | Path, purpose: str) -> Path:
         raise KalbertError(f"{path} holds a '{model_type}' model, not an ALBERT",
                            f"{purpose} needs an ALBERT checkpoint")
     return path
-
-
-def adamw_with_warmup(model: Any, lr: float, weight_decay: float, warmup_ratio: float, steps: int):
-    """AdamW (no decay on biases and LayerNorm weights) and a linear warmup-then-decay schedule."""
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    decay = [p for p in model.parameters() if p.ndim > 1]
-    rest = [p for p in model.parameters() if p.ndim <= 1]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}], lr=lr)
-    return optimizer, get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * steps), steps)

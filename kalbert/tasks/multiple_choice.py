@@ -16,15 +16,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.datasets import BLANK, MCExample, assert_trainable, load_mc
+from kalbert.artifact import Kind, write_meta
+from kalbert.config import DEFAULT_SEED
+from kalbert.data import BLANK, MCExample, assert_trainable, load_mc
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json
-from kalbert.tasks.finetune import adamw_with_warmup, check_albert
+from kalbert.io import atomic_output_dir, refuse_existing_output
+from kalbert.tasks.finetune import check_albert
+from kalbert.training import BestCheckpoint, adamw, linear_warmup
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ MC_TASKS: dict[str, MCSplits] = {
     "chid": MCSplits("train", "dev", "test_public"),
     "xcopa-zh": MCSplits("dev", None, "test"),  # XCOPA has no training split: train on val (100 examples)
 }
+MCTask = Literal[tuple(MC_TASKS)]  # type: ignore[valid-type]  # the task names, as flag choices
 
 # COPA-style questions become a connective in front of each choice.
 _CONNECTIVES = {"원인": "왜냐하면", "결과": "그래서", "cause": "因为", "effect": "所以"}
@@ -60,24 +64,28 @@ class MCTrainConfig:
 
     model: str
     """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
-    task: str
-    """one of MC_TASKS"""
+    task: MCTask
+    """the multiple-choice task"""
     out: str
     """output folder for the fine-tuned model"""
     epochs: int = 3
+    """passes over the training examples; the best on the selection split is kept"""
     batch_size: int = 16
     """examples per step (each holds all its choices)"""
-    learning_rate: float = 3e-5
+    lr: float = 3e-5
+    """peak AdamW learning rate"""
     weight_decay: float = 0.01
+    """AdamW weight decay (not on biases and LayerNorm weights)"""
     warmup_ratio: float = 0.1
     """share of the steps with a linearly rising learning rate"""
-    max_length: int = 128
+    max_seq_length: int = 128
     """tokens per (context, choice) pair; the longer segment is truncated first"""
-    max_train_examples: int | None = None
+    max_rows: int | None = None
     """use only the first N training examples (quick runs and tests)"""
-    max_eval_examples: int | None = None
+    max_eval_rows: int | None = None
     """evaluate only the first N examples of the selection and report splits (quick runs and tests)"""
-    seed: int = 42
+    seed: int = DEFAULT_SEED
+    """seed of initialisation and batch order"""
 
 
 def format_choices(example: MCExample) -> list[tuple[str, str]]:
@@ -130,7 +138,7 @@ def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig
     with torch.no_grad():
         for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
             chunk = examples[start : start + config.batch_size]
-            logits = model(**_batch(tokenizer, chunk, config.max_length)).logits
+            logits = model(**_batch(tokenizer, chunk, config.max_seq_length)).logits
             correct += sum(int(p) == e.label for p, e in zip(logits.argmax(-1), chunk, strict=True))
     return 100.0 * correct / len(examples)
 
@@ -153,24 +161,21 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     splits = MC_TASKS[config.task]
     assert_trainable(config.task, splits.train)
     model_path = check_albert(config.model, "multiple-choice fine-tuning")
-    if Path(config.out).exists() and not overwrite:
-        raise KalbertError(
-            f"output folder {config.out} already exists", "pass --overwrite or choose another --out"
-        )
+    refuse_existing_output(config.out, overwrite)
     started = time.perf_counter()
-    train = _examples(config.task, splits.train, config.max_train_examples)
-    select = _examples(config.task, splits.select, config.max_eval_examples) if splits.select else []
+    train = _examples(config.task, splits.train, config.max_rows)
+    select = _examples(config.task, splits.select, config.max_eval_rows) if splits.select else []
     report_all = load_mc(config.task, splits.report)
-    report = report_all[: config.max_eval_examples] if config.max_eval_examples else report_all
+    report = report_all[: config.max_eval_rows] if config.max_eval_rows else report_all
 
     torch.manual_seed(config.seed)
     tokenizer, model = _load(model_path)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    optimizer, scheduler = adamw_with_warmup(model, config.learning_rate, config.weight_decay, config.warmup_ratio,
-                                             steps_per_epoch * config.epochs)
+    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
+    scheduler = linear_warmup(optimizer, config.warmup_ratio, steps_per_epoch * config.epochs)
     order = torch.Generator().manual_seed(config.seed)
     history: list[dict[str, Any]] = []
-    best: tuple[float, int, dict[str, Any]] | None = None
+    best = BestCheckpoint()
     for epoch in range(1, config.epochs + 1):
         model.train()
         losses = []
@@ -181,7 +186,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         for start in bar:
             chunk = [train[i] for i in permutation[start : start + config.batch_size]]
             labels = torch.tensor([e.label for e in chunk])
-            loss = model(**_batch(tokenizer, chunk, config.max_length), labels=labels).loss
+            loss = model(**_batch(tokenizer, chunk, config.max_seq_length), labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -195,17 +200,17 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         history.append(entry)
         log.info("epoch %d: %s", epoch, entry)
         score = entry.get("select_accuracy", float(epoch))  # no selection split: the last epoch wins
-        if best is None or score > best[0]:
-            best = (score, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
-    model.load_state_dict(best[2])
+        best.offer(score, epoch, model)
+    best.restore(model)
     accuracy = _accuracy(model, tokenizer, report, config, "report")
     summary = {
         "stage": "mc",
+        "kind": Kind.MC_MODEL,
         "kalbert_version": __version__,
         "task": config.task,
         "config": asdict(config),
         "splits": asdict(splits),
-        "selected_epoch": best[1],
+        "selected_epoch": best.at,
         "history": history,
         "report": {
             "split": splits.report,
@@ -220,14 +225,14 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     with atomic_output_dir(config.out, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        if (model_path / "spiece.model").is_file():  # transformers 5 does not write it (DESIGN §2)
+        if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
-        atomic_write_json(folder / "kalbert.json", summary)
+        write_meta(folder, summary)
     return summary
 
 
 def predict_mc(
-    model_dir: str | Path, context: str, choices: Sequence[str], question: str = "", max_length: int = 128
+    model_dir: str | Path, context: str, choices: Sequence[str], question: str = "", max_seq_length: int = 128
 ) -> list[float]:
     """Probability of each choice given the context (and a COPA question: 원인/결과, cause/effect)."""
     import torch
@@ -239,41 +244,5 @@ def predict_mc(
     model.eval()
     example = MCExample(context, question, tuple(choices), 0, "input")
     with torch.no_grad():
-        logits = model(**_batch(tokenizer, [example], max_length)).logits[0]
+        logits = model(**_batch(tokenizer, [example], max_seq_length)).logits[0]
     return torch.softmax(logits, dim=-1).tolist()
-
-
-def mc_results(summary: dict[str, Any], model_name: str, command: str, note: str = ""):
-    """The run as a benchmark results file, so `kalbert bench report` tables it beside the sentence models."""
-    from kalbert.bench.results import ResultsFile, library_versions
-    from kalbert.bench.tasks import task_group, task_label
-    from kalbert.datasets import get_spec
-
-    task, report = summary["task"], summary["report"]
-    record = {
-        "task": task,
-        "dataset": task,
-        "split": report["split"],
-        "lang": get_spec(task).lang,
-        "group": task_group(task),
-        "label": task_label(task),
-        "setting": "fine-tuned",
-        "metric": "accuracy",
-        "value": report["accuracy"],
-        "n": report["n"],
-        "n_split": report["n_split"],
-        "selected_on": summary["splits"]["select"],
-        "trained_on": summary["splits"]["train"],
-        "wall_seconds": summary["wall_seconds"],
-    }
-    return ResultsFile(
-        model=model_name,
-        model_kind="kalbert",
-        command=command,
-        results=[record],
-        model_path=summary["config"]["model"],
-        settings=summary["config"],
-        wall_seconds=summary["wall_seconds"],
-        note=note,
-        versions=library_versions(),
-    )

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import numpy as np
 
+from kalbert.artifact import folder_languages
 from kalbert.errors import KalbertError
 from kalbert.io import kalbert_cache
-from kalbert.sentence.card import folder_languages
 
 E5_NAME = "multilingual-e5-small"
 USE_NAME = "use-multilingual"

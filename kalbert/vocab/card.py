@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
+from kalbert.config import build_config, flatten_values, render_command
 from kalbert.io import atomic_write_text
+from kalbert.vocab.config import VocabBuildConfig
 
 
 def _pct(value: float | None) -> str:
@@ -13,15 +14,9 @@ def _pct(value: float | None) -> str:
 
 
 def build_command(config: dict) -> str:
-    """The `kalbert vocab build` command line that reproduces ``config``."""
-    parts = ["kalbert", "vocab", "build", "--lang", config["lang"], "--input", *config["inputs"]]
-    parts += ["--vocab-size", str(config["vocab_size"]), "--out", config["out"]]
-    defaults = {"model_type": "unigram", "segmenter": "auto", "max_sentences": 1_000_000}
-    for key, default in defaults.items():
-        if config.get(key, default) != default:
-            flag = "--" + key.replace("_", "-")
-            parts += [flag, str(config[key])]
-    return shlex.join(parts)
+    """The `kalbert vocab build` command line that reproduces ``config`` (a kalbert.json ``config``)."""
+    values = flatten_values(VocabBuildConfig, config, "vocabulary config")
+    return render_command("kalbert vocab build", build_config(VocabBuildConfig, values))
 
 
 def write_vocab_card(folder: Path, meta: dict) -> None:

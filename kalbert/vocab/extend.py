@@ -9,7 +9,6 @@ embeddings of the pieces the *old* vocabulary split the new piece into.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -19,33 +18,16 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as sp_pb2
 
 from kalbert import __version__
+from kalbert.artifact import read_meta, write_meta
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, atomic_write_text, open_text
+from kalbert.io import atomic_output_dir, atomic_write_text, open_text
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import make_segmenter
+from kalbert.vocab.config import VocabExtendConfig
 from kalbert.vocab.files import load_model_proto, load_processor, write_vocab_files
 
 SCORE_MARGIN = 1.0
 _WORD_START = "\u2581"
-
-
-@dataclass
-class VocabExtendConfig:
-    """How to extend a vocabulary; recorded in the new folder's kalbert.json."""
-
-    base: str
-    """vocabulary folder (or model folder with spiece.model) to extend"""
-    out: str
-    words: str | None = None
-    """file with one word per line to add (as word-initial pieces)"""
-    from_corpus: list[str] | None = None
-    """text files or data-set names to mine frequent analyzer units from"""
-    max_new: int = 1000
-    min_count: int = 5
-    """--from-corpus: minimum frequency of a candidate"""
-    max_corpus_sentences: int = 200_000
-    lang: str = "ko"
-    """language of --from-corpus text, for the analyzer (ko, zh, ko+zh)"""
 
 
 @dataclass
@@ -69,7 +51,7 @@ def _read_words(path: str) -> list[str]:
 
 def mine_corpus_words(config: VocabExtendConfig, processor: spm.SentencePieceProcessor) -> list[str]:
     """Frequent word-initial analyzer units that the old vocabulary splits into several pieces."""
-    from kalbert.datasets import iter_documents
+    from kalbert.data import iter_documents
 
     segmenter = make_segmenter(config.lang)
     counts: Counter[str] = Counter()
@@ -128,6 +110,8 @@ def extend_vocab(config: VocabExtendConfig, overwrite: bool = False) -> tuple[Pa
     """Write an extended copy of ``config.base`` to ``config.out``."""
     if not config.words and not config.from_corpus:
         raise KalbertError("nothing to add", "pass --words FILE or --from-corpus FILES")
+    if config.words and config.from_corpus:
+        raise KalbertError("--words and --from-corpus cannot be combined", "pass one of them")
     proto = load_model_proto(config.base)
     processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
     words = _read_words(config.words) if config.words else mine_corpus_words(config, processor)
@@ -139,8 +123,7 @@ def extend_vocab(config: VocabExtendConfig, overwrite: bool = False) -> tuple[Pa
             f"all {len(extension.skipped_present)} words are already pieces of {config.base}; nothing to add"
         )
     base = Path(config.base)
-    base_meta_path = base / "kalbert.json"
-    meta = json.loads(base_meta_path.read_text(encoding="utf-8")) if base_meta_path.exists() else {}
+    meta = read_meta(base)
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         write_vocab_files(tmp, proto.SerializeToString())
         new_processor = load_processor(tmp)
@@ -153,7 +136,7 @@ def extend_vocab(config: VocabExtendConfig, overwrite: bool = False) -> tuple[Pa
             extended_from={"base": str(base), "base_vocab_size": old_size, "config": asdict(config)},
             added_pieces=[_WORD_START + w for w in extension.added],
         )
-        atomic_write_json(tmp / "kalbert.json", meta)
+        write_meta(tmp, meta)
         base_card = base / "README.md"
         if base_card.exists():
             shutil.copyfile(base_card, tmp / "BASE_README.md")

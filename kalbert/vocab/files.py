@@ -18,7 +18,9 @@ from kalbert.io import atomic_write_bytes, atomic_write_text
 from kalbert.text.normalize import space_characters
 
 SPIECE = "spiece.model"
-SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4, as ALBERT
+SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+"""ALBERT's special pieces, at ids 0..4 in every kalbert vocabulary: the one place these ids are written."""
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(SPECIAL_TOKENS))
 MODEL_MAX_LENGTH = 512
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from kalbert.artifact import folder_language
 from kalbert.errors import KalbertError
 from kalbert.io import open_text
 from kalbert.text.segment import make_segmenter
@@ -14,7 +14,7 @@ from kalbert.vocab.stats import measure_vocab
 
 def eval_sentences(source: str, limit: int) -> list[str]:
     """Sentences of an STS set reference (``korsts:dev``) or of a text file (one per line)."""
-    from kalbert.datasets import load_sts, parse_ref
+    from kalbert.data import load_sts, parse_ref
 
     if Path(source).is_file():
         sentences = [line.strip() for line in open_text(source) if line.strip()]
@@ -27,23 +27,17 @@ def eval_sentences(source: str, limit: int) -> list[str]:
     return sentences[:limit]
 
 
-def vocab_language(vocab: str | Path) -> str:
-    meta = Path(vocab) / "kalbert.json"
-    if meta.exists():
-        return "+".join(json.loads(meta.read_text(encoding="utf-8")).get("languages", ["ko"]))
-    return "ko+zh"
-
-
-def inspect_vocab(vocab: str, texts: list[str], sources: list[str], lang: str | None = None, limit: int = 5000) -> dict:
+def inspect_vocab(vocab: str, texts: list[str], sources: list[str], lang: str | None = None,
+                  max_rows: int = 5000) -> dict:
     processor = load_processor(vocab)
-    segmenter = make_segmenter(lang or vocab_language(vocab))
+    segmenter = make_segmenter(lang or folder_language(vocab))
     report: dict = {"vocab": vocab, "vocab_size": processor.get_piece_size(), "texts": [], "eval": {}}
     for text in texts:
         report["texts"].append(
             {"text": text, "pieces": processor.encode(text, out_type=str), "ids": processor.encode(text)}
         )
     for source in sources:
-        report["eval"][source] = measure_vocab(processor, eval_sentences(source, limit), segmenter).as_dict()
+        report["eval"][source] = measure_vocab(processor, eval_sentences(source, max_rows), segmenter).as_dict()
     return report
 
 

@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from kalbert import datasets
 from kalbert.bench import load_encoder, read_results, run_bench, select_tasks
 from kalbert.bench.runner import load_task
 from kalbert.cli.main import main
+from kalbert.data import data_path, roots
 from kalbert.errors import KalbertError
 
 
 def need(name: str, split: str) -> None:
     try:
-        datasets.data_path(name, split)
+        data_path(name, split)
     except KalbertError as exc:
         pytest.skip(f"shared data missing: {exc}")
 
@@ -62,7 +62,7 @@ def test_a_folder_that_is_not_a_sentence_model_is_refused(tmp_path, capsys):
 
 
 def test_a_missing_data_set_is_the_registrys_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "_BESIDE_CHECKOUT", tmp_path / "none")
+    monkeypatch.setattr(roots, "_BESIDE_CHECKOUT", tmp_path / "none")
     monkeypatch.setenv("KALBERT_DATA", str(tmp_path / "empty"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)

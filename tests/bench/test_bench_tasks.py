@@ -6,7 +6,7 @@ import pytest
 
 from kalbert.bench.tasks import TASKS, get_task, select_tasks
 from kalbert.cli.main import main
-from kalbert.datasets import get_spec
+from kalbert.data import get_spec
 from kalbert.errors import KalbertError
 
 

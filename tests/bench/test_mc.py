@@ -3,47 +3,29 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kalbert import datasets
 from kalbert.bench import read_results
 from kalbert.cli.main import main
-from kalbert.datasets import MCExample
+from kalbert.data import MCExample, data_path
 from kalbert.errors import KalbertError
 from kalbert.tasks import MC_TASKS, MCTrainConfig, predict_mc, train_mc
 from kalbert.tasks.multiple_choice import format_choices
 
 
 @pytest.fixture(scope="module")
-def tiny_albert(tmp_path_factory, ko_vocab) -> Path:
+def tiny_albert(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
     """A random-init AlbertForMultipleChoice (hidden 32, 2 layers) with the test vocabulary's tokenizer."""
-    from transformers import AlbertConfig, AlbertForMultipleChoice, AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-albert")
-    tokenizer = AutoTokenizer.from_pretrained(str(ko_vocab))
-    config = AlbertConfig(
-        vocab_size=len(tokenizer),
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    AlbertForMultipleChoice(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    shutil.copy2(ko_vocab / "spiece.model", folder / "spiece.model")
-    return folder
+    return make_tiny_albert(tmp_path_factory.mktemp("tiny-albert"), ko_vocab, head="AlbertForMultipleChoice")
 
 
 @pytest.fixture(autouse=True)
 def _copa_present():
     try:
         for split in ("train", "dev", "test"):
-            datasets.data_path("kobest-copa", split)
+            data_path("kobest-copa", split)
     except KalbertError as exc:
         pytest.skip(f"shared data missing: {exc}")
 
@@ -61,9 +43,9 @@ def test_train_selects_on_dev_and_reports_test(tiny_albert, tmp_path):
         out=str(tmp_path / "mc"),
         epochs=2,
         batch_size=8,
-        learning_rate=1e-3,
-        max_train_examples=32,
-        max_eval_examples=16,
+        lr=1e-3,
+        max_rows=32,
+        max_eval_rows=16,
     )
     summary = train_mc(config)
     assert summary["report"] == {
@@ -107,9 +89,9 @@ def test_cli_train_writes_results_and_predict_prints_choices(tiny_albert, tmp_pa
                 "1",
                 "--batch-size",
                 "8",
-                "--max-train-examples",
+                "--max-rows",
                 "16",
-                "--max-eval-examples",
+                "--max-eval-rows",
                 "8",
                 "--note",
                 "random init",

@@ -9,10 +9,11 @@ from kalbert.cli.main import main
 
 def test_cli_builds_data_trains_and_resumes(tmp_path, ko_corpus, ko_vocab, capsys):
     data, run = tmp_path / "data", tmp_path / "run"
-    assert main(["data", "build", "--vocab", str(ko_vocab), "--input", str(ko_corpus), "--out", str(data),
-                 "--max-seq-length", "48", "--max-documents", "150", "--heldout", "0.05", "--processes", "1"]) == 0
+    assert main(["data", "build", "--vocab", str(ko_vocab), "--inputs", str(ko_corpus), "--out", str(data),
+                 "--max-seq-length", "48", "--max-documents", "150", "--heldout-fraction", "0.05",
+                 "--processes", "1"]) == 0
     assert "instances" in capsys.readouterr().out
-    args = ["pretrain", "--data", str(data), "--out", str(run), "--steps", "2", "--batch-size", "4",
+    args = ["pretrain", "--data", str(data), "--out", str(run), "--max-steps", "2", "--batch-size", "4",
             "--embedding-size", "16", "--hidden-size", "32", "--num-layers", "2", "--num-heads", "2",
             "--intermediate-size", "64", "--eval-every", "2", "--eval-instances", "8", "--no-tensorboard"]
     assert main(args) == 0

@@ -26,8 +26,8 @@ def _free_port() -> int:
 
 
 def test_gradient_accumulation_matches_one_big_batch(ko_data, tmp_path):
-    one = tiny_run(ko_data, tmp_path / "one", steps=3, eval_every=3, save_every=3)
-    accumulated = tiny_run(ko_data, tmp_path / "accum", steps=3, eval_every=3, save_every=3, grad_accum=4)
+    one = tiny_run(ko_data, tmp_path / "one", max_steps=3, eval_every=3, save_every=3)
+    accumulated = tiny_run(ko_data, tmp_path / "accum", max_steps=3, eval_every=3, save_every=3, grad_accum=4)
     pretrain(one)
     pretrain(accumulated)
     a, b = _losses(tmp_path / "one"), _losses(tmp_path / "accum")
@@ -36,14 +36,15 @@ def test_gradient_accumulation_matches_one_big_batch(ko_data, tmp_path):
 
 
 def test_two_gloo_processes_match_one(ko_data, tmp_path):
-    config = tiny_run(ko_data, tmp_path / "single", steps=4, eval_every=2, save_every=4)
+    config = tiny_run(ko_data, tmp_path / "single", max_steps=4, eval_every=2, save_every=4)
     pretrain(config)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "-m", "kalbert", "pretrain",
-               "--data", str(ko_data), "--out", str(tmp_path / "ddp"), "--steps", "4", "--batch-size", "8",
+               "--data", str(ko_data), "--out", str(tmp_path / "ddp"), "--max-steps", "4", "--batch-size", "8",
                "--embedding-size", "16", "--hidden-size", "32", "--num-layers", "2", "--num-heads", "2",
                "--intermediate-size", "64", "--eval-every", "2", "--eval-instances", "16", "--save-every", "4",
-               "--log-every", "1", "--warmup-fraction", "0.2", "--threads", "1", "--no-tensorboard"]
+               "--log-every", "1", "--warmup-ratio", "0.2", "--threads", "1", "--no-tensorboard",
+               "--no-bf16"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

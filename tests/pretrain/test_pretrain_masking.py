@@ -28,7 +28,7 @@ def _instance(rng: np.random.Generator, length: int = 120, unit_len: int = 2) ->
 
 
 def test_rate_replacement_split_and_specials():
-    config = MaskingConfig(unit="token", max_predictions=1000)
+    config = MaskingConfig(mask_unit="token", max_predictions=1000)
     rng = np.random.default_rng(0)
     chosen = masked = randomised = kept = ordinary = 0
     for _ in range(400):
@@ -50,7 +50,7 @@ def test_rate_replacement_split_and_specials():
 
 
 def test_span_lengths_follow_inverse_n():
-    config = MaskingConfig(unit="token", max_predictions=1000, mask_prob=0.05, mask_token_prob=1.0,
+    config = MaskingConfig(mask_unit="token", max_predictions=1000, mask_prob=0.05, mask_token_prob=1.0,
                            random_token_prob=0.0)
     rng = np.random.default_rng(1)
     lengths: Counter = Counter()
@@ -70,7 +70,7 @@ def test_span_lengths_follow_inverse_n():
 
 @pytest.mark.parametrize(("unit", "bit", "size"), [("morpheme", MORPHEME_START, 3), ("word", WORD_START, 6)])
 def test_whole_units_are_masked_together(unit, bit, size):
-    config = MaskingConfig(unit=unit, max_predictions=30)
+    config = MaskingConfig(mask_unit=unit, max_predictions=30)
     rng = np.random.default_rng(2)
     for _ in range(200):
         ids, flags = _instance(rng, length=122, unit_len=3)
@@ -102,4 +102,4 @@ def test_max_predictions_padding_and_determinism():
 
 def test_bad_masking_config():
     with pytest.raises(KalbertError, match="unit"):
-        MaskingConfig(unit="sentence").validate()
+        MaskingConfig(mask_unit="sentence").validate()

@@ -42,3 +42,35 @@ def test_no_decay_group_and_schedule():
         scheduler.step()
     assert rates[:4] == [0.25, 0.5, 0.75, 1.0] and rates[4] == 1.0
     assert rates[8] == pytest.approx(0.5) and scheduler.get_last_lr()[0] == 0.0
+
+
+def _per_tensor_lamb(params: list[torch.Tensor], grads: list[torch.Tensor], state: list[dict], lr: float,
+                     weight_decay: float, adapt: bool, beta1=0.9, beta2=0.999, eps=1e-6) -> None:
+    """LAMB written tensor by tensor, straight from the paper: the reference for the foreach version."""
+    for p, g, s in zip(params, grads, state, strict=True):
+        s.setdefault("m", torch.zeros_like(p))
+        s.setdefault("v", torch.zeros_like(p))
+        s["step"] = s.get("step", 0) + 1
+        s["m"].lerp_(g, 1 - beta1)
+        s["v"].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        update = (s["m"] / (1 - beta1 ** s["step"])) / ((s["v"] / (1 - beta2 ** s["step"])).sqrt() + eps)
+        update.add_(p, alpha=weight_decay)
+        ratio = p.norm() / update.norm() if adapt and p.norm() > 0 and update.norm() > 0 else 1.0
+        p.sub_(update * (lr * ratio))
+
+
+@pytest.mark.parametrize("adapt", [True, False])
+def test_foreach_lamb_matches_the_per_tensor_reference(adapt):
+    torch.manual_seed(0)
+    shapes = [(64, 16), (16,), (3, 5, 7), (1,)]
+    params = [torch.nn.Parameter(torch.randn(shape)) for shape in shapes]
+    reference = [p.detach().clone() for p in params]
+    lamb = Lamb([{"params": params, "weight_decay": 0.01, "adapt": adapt}], lr=0.01)
+    state = [{} for _ in params]
+    for _ in range(5):
+        grads = [torch.randn(shape) for shape in shapes]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g.clone()
+        lamb.step()
+        _per_tensor_lamb(reference, grads, state, lr=0.01, weight_decay=0.01, adapt=adapt)
+    assert all(torch.allclose(p.detach(), r, rtol=1e-5, atol=1e-7) for p, r in zip(params, reference, strict=True))

@@ -120,16 +120,16 @@ def test_interrupt_saves_a_checkpoint_and_resume_finishes(ko_data, tmp_path, mon
     monkeypatch.setattr(Trainer, "train_step", interrupted)
     out = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
-        pretrain(tiny_run(ko_data, out, steps=4, save_every=10))
+        pretrain(tiny_run(ko_data, out, max_steps=4, save_every=10))
     assert (out / "checkpoints" / LATEST).read_text().strip() == "step-0000002"
     monkeypatch.setattr(Trainer, "train_step", step)
-    assert pretrain(tiny_run(ko_data, out, steps=4, save_every=10, resume=True)).exists()
+    assert pretrain(tiny_run(ko_data, out, max_steps=4, save_every=10, resume=True)).exists()
     assert [c.name for c in checkpoint_dirs(out)] == ["step-0000004", "step-0000002"]
 
 
 def test_further_pretraining_from_an_export(finished_run, ko_data, tmp_path):
     out = pretrain(tiny_run(ko_data, tmp_path / "further", init_from=str(finished_run / "model"), objective="mlm",
-                            steps=2, eval_every=2, save_every=2))
+                            max_steps=2, eval_every=2, save_every=2))
     held = [r for r in _metrics(tmp_path / "further") if r["split"] == "heldout"]
     assert held[-1]["sop_accuracy"] is None and held[-1]["mlm_accuracy"] >= 0
     assert AutoModel.from_pretrained(out).config.vocab_size == PretrainingData.open(ko_data).vocab_size
@@ -149,7 +149,7 @@ def test_further_pretraining_grows_an_extended_vocabulary(finished_run, ko_vocab
     data = build_pretraining_data(DataBuildConfig(vocab=str(extended), inputs=[str(ko_corpus)],
                                                   out=str(tmp_path / "data-x"), max_seq_length=64,
                                                   max_documents=100, heldout_fraction=0.05, processes=1))
-    out = pretrain(tiny_run(data, tmp_path / "grown", init_from=str(finished_run / "model"), steps=2))
+    out = pretrain(tiny_run(data, tmp_path / "grown", init_from=str(finished_run / "model"), max_steps=2))
     grown = AlbertForPreTraining.from_pretrained(out)
     old = AlbertForPreTraining.from_pretrained(finished_run / "model")
     assert grown.config.vocab_size == PretrainingData.open(data).vocab_size > old.config.vocab_size
@@ -162,13 +162,13 @@ def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
     import time
 
     reference = tmp_path / "reference"
-    pretrain(tiny_run(ko_data, reference, steps=12, save_every=1, eval_every=4))
+    pretrain(tiny_run(ko_data, reference, max_steps=12, save_every=1, eval_every=4))
     killed = tmp_path / "killed"
     command = [sys.executable, "-m", "kalbert", "pretrain", "--data", str(ko_data), "--out", str(killed),
-               "--steps", "12", "--batch-size", "8", "--embedding-size", "16", "--hidden-size", "32",
+               "--max-steps", "12", "--batch-size", "8", "--embedding-size", "16", "--hidden-size", "32",
                "--num-layers", "2", "--num-heads", "2", "--intermediate-size", "64", "--eval-every", "4",
-               "--eval-instances", "16", "--save-every", "1", "--log-every", "1", "--warmup-fraction", "0.2",
-               "--threads", "1", "--no-tensorboard"]
+               "--eval-instances", "16", "--save-every", "1", "--log-every", "1", "--warmup-ratio", "0.2",
+               "--threads", "1", "--no-tensorboard", "--no-bf16"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = killed / "checkpoints" / LATEST
     deadline = time.time() + 300
@@ -177,7 +177,7 @@ def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
     process.kill()  # SIGKILL, whatever it is writing
     process.wait()
     assert latest_checkpoint(killed) is not None
-    pretrain(tiny_run(ko_data, killed, steps=12, save_every=1, eval_every=4, resume=True))
+    pretrain(tiny_run(ko_data, killed, max_steps=12, save_every=1, eval_every=4, resume=True))
     strip = ("tokens_per_s",)
     assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(killed)] == \
         [{k: v for k, v in r.items() if k not in strip} for r in _metrics(reference)]

@@ -5,13 +5,11 @@ point KALBERT_DATA at so that training and evaluation take seconds.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kalbert.datasets import data_path
+from kalbert.data import data_path
 from kalbert.errors import KalbertError
 
 TINY_FILES = {  # registry file -> lines kept (header included)
@@ -24,25 +22,11 @@ TINY_FILES = {  # registry file -> lines kept (header included)
 }
 
 
-def _albert(folder: Path, vocab: Path, hidden: int, languages: list[str], seed: int) -> Path:
-    import torch
-    from transformers import AlbertConfig, AlbertModel, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(vocab))
-    torch.manual_seed(seed)
-    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=hidden, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64)
-    AlbertModel(config).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    shutil.copyfile(vocab / "spiece.model", folder / "spiece.model")
-    (folder / "kalbert.json").write_text(json.dumps({"languages": languages}), encoding="utf-8")
-    return folder
-
-
 @pytest.fixture(scope="session")
-def tiny_albert(tmp_path_factory, ko_vocab) -> Path:
+def tiny_albert(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
     """A random ALBERT checkpoint (hidden 32, 2 layers) with the Korean test vocab's tokenizer."""
-    return _albert(tmp_path_factory.mktemp("albert") / "tiny", ko_vocab, 32, ["ko"], seed=1)
+    return make_tiny_albert(tmp_path_factory.mktemp("albert") / "tiny", ko_vocab, head="AlbertModel",
+                            max_positions=64, seed=1, languages=["ko"])
 
 
 @pytest.fixture(scope="session")
@@ -55,19 +39,20 @@ def tiny_sbert(tmp_path_factory, tiny_albert) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_teacher(tmp_path_factory, ko_vocab) -> Path:
+def tiny_teacher(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
     """A 24-wide random "English" sentence model, so distillation needs a projection."""
     from kalbert.sentence.export import ExportConfig, export_sentence_model
 
     folder = tmp_path_factory.mktemp("teacher")
-    checkpoint = _albert(folder / "ckpt", ko_vocab, 24, ["en"], seed=2)
+    checkpoint = make_tiny_albert(folder / "ckpt", ko_vocab, head="AlbertModel", hidden=24, max_positions=64, seed=2,
+                                  languages=["en"])
     return export_sentence_model(ExportConfig(model=str(checkpoint), out=str(folder / "st"), normalize=True))
 
 
 @pytest.fixture(scope="session")
 def tiny_data_root(tmp_path_factory) -> Path:
     """The first rows of a few registry files, at their registry paths under a temp data root."""
-    from kalbert.datasets import get_spec
+    from kalbert.data import get_spec
 
     root = tmp_path_factory.mktemp("data")
     for (name, split), lines in TINY_FILES.items():

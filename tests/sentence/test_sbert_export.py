@@ -79,7 +79,7 @@ def test_missing_or_non_albert_checkpoint(tmp_path):
 
 
 def test_folder_languages_from_meta_or_card(tmp_path):
-    from kalbert.sentence.card import folder_languages
+    from kalbert.artifact import folder_languages
     from kalbert.teachers.backends import load_teacher
 
     minilm = load_teacher("all-MiniLM-L6-v2")

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import unicodedata
 from pathlib import Path
 
 import pytest
 
-from kalbert import datasets
 from kalbert.cli.main import build_parser, main
-from kalbert.datasets import assert_trainable, load_qa, parse_ref
+from kalbert.data import assert_trainable, data_path, load_qa, parse_ref
 from kalbert.errors import KalbertError
 from kalbert.tasks.qa import Answer, align_normalized, label_window, make_windows, nbest_answers, qa_scores
 from kalbert.tasks.qa.features import Window, choose_answer
@@ -48,7 +46,7 @@ def zh_tokenizer():
 
 def _need(name: str, split: str) -> None:
     try:
-        datasets.data_path(name, split)
+        data_path(name, split)
     except KalbertError as exc:
         pytest.skip(f"shared data missing: {exc}")
 
@@ -118,7 +116,7 @@ def test_real_korquad_and_cmrc_answers_round_trip(ko_tokenizer, zh_tokenizer):
 def test_long_contexts_become_overlapping_windows(ko_tokenizer):
     context = " ".join(f"{i}번째 문장은 서울에 관한 이야기이다." for i in range(40))
     answer_at = context.index("39번째")
-    windows = make_windows(ko_tokenizer, ["마지막 문장은?"], [context], max_length=64, doc_stride=16)
+    windows = make_windows(ko_tokenizer, ["마지막 문장은?"], [context], max_seq_length=64, doc_stride=16)
     assert len(windows) > 3 and all(len(w.input_ids) <= 64 and w.example == 0 for w in windows)
     spans = [[s for s in w.spans if s is not None] for w in windows]
     for before, after in zip(spans, spans[1:], strict=False):
@@ -133,7 +131,7 @@ def test_long_contexts_become_overlapping_windows(ko_tokenizer):
 
 def test_a_stride_too_large_for_the_window_is_refused(ko_tokenizer):
     with pytest.raises(KalbertError, match="doc stride 60 leaves no room"):
-        make_windows(ko_tokenizer, ["질문"], [KO_CONTEXT], max_length=64, doc_stride=60)
+        make_windows(ko_tokenizer, ["질문"], [KO_CONTEXT], max_seq_length=64, doc_stride=60)
 
 
 # ------------------------------------------------------------------------------------------- n-best
@@ -161,7 +159,7 @@ def test_nbest_respects_order_and_max_answer_length():
     context = "aa bb cc dd"
     window = _window([None, (0, 2), (3, 5), (6, 8), (9, 11)])
     # the most likely end lies before the most likely start: that pair is never formed
-    answers = nbest_answers(context, [window], [[0, 0, 0, 9, 0]], [[0, 9, 0, 0, 0]], max_answer_tokens=2)
+    answers = nbest_answers(context, [window], [[0, 0, 0, 9, 0]], [[0, 9, 0, 0, 0]], max_answer_length=2)
     assert all(a.start <= a.end and len(a.text.split()) <= 2 for a in answers)
     assert answers[0].text in ("cc", "cc dd")
 
@@ -224,20 +222,9 @@ def test_fixed_splits_by_article_are_disjoint_and_test_is_refused():
 
 # -------------------------------------------------------------------------------------------- CLI
 @pytest.fixture(scope="module")
-def tiny_albert(tmp_path_factory) -> Path:
+def tiny_albert(tmp_path_factory, make_tiny_albert) -> Path:
     """A random-init ALBERT pretraining checkpoint (hidden 32, 2 layers) with the Korean vocabulary."""
-    import torch
-    from transformers import AlbertConfig, AlbertForPreTraining, AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-albert")
-    tokenizer = AutoTokenizer.from_pretrained(str(REPO / "vocab" / "ko-32k"))
-    torch.manual_seed(0)
-    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    AlbertForPreTraining(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    shutil.copy2(REPO / "vocab" / "ko-32k" / "spiece.model", folder / "spiece.model")
-    return folder
+    return make_tiny_albert(tmp_path_factory.mktemp("tiny-albert"), REPO / "vocab" / "ko-32k")
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +245,7 @@ def test_train_writes_a_qa_folder(qa_model, capsys):
     assert meta["kind"] == "qa" and meta["task"] == "korquad" and meta["train_questions"] == 40
     assert meta["report"]["split"] == "test" and meta["report"]["n"] == 8 and meta["report"]["subset"]
     assert 0 <= meta["report"]["exact_match"] <= meta["report"]["f1"] <= 100
-    assert meta["settings"]["max_length"] == 128 and "--max-rows 40" in meta["command"]
+    assert meta["settings"]["max_seq_length"] == 128 and "--max-rows 40" in meta["command"]
     card = (qa_model / "README.md").read_text(encoding="utf-8")
     assert meta["command"] in card and "korquad:test" in card and "pipeline_tag: question-answering" in card
     assert isinstance(AutoModelForQuestionAnswering.from_pretrained(str(qa_model)), AlbertForQuestionAnswering)

@@ -8,8 +8,8 @@ any context, and every predicted answer is ``context[start:end]``, an exact subs
 given (KorQuAD and CMRC text is NFC already: there the mapping is the identity).
 
 Windows follow BERT's SQuAD recipe: ``[CLS] question [SEP] context part [SEP]`` of at most
-``max_length`` tokens, consecutive parts sharing ``doc_stride`` tokens (as in transformers' run_qa),
-the question cut to ``max_query_tokens``. A training window whose context part does not hold the
+``max_seq_length`` tokens, consecutive parts sharing ``doc_stride`` tokens (as in transformers' run_qa),
+the question cut to ``max_query_length``. A training window whose context part does not hold the
 whole answer points both labels at ``[CLS]`` (index 0).
 """
 
@@ -91,20 +91,20 @@ class Window:
     """training label: last answer token, 0 ([CLS]) where the answer is not in this window"""
 
 
-def _short_question(tokenizer, question: str, max_query_tokens: int) -> str:
-    """The question cut after ``max_query_tokens`` tokens (at a token boundary)."""
+def _short_question(tokenizer, question: str, max_query_length: int) -> str:
+    """The question cut after ``max_query_length`` tokens (at a token boundary)."""
     encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
     offsets = encoded["offset_mapping"]
-    return question if len(offsets) <= max_query_tokens else question[: offsets[max_query_tokens - 1][1]]
+    return question if len(offsets) <= max_query_length else question[: offsets[max_query_length - 1][1]]
 
 
 def make_windows(
     tokenizer,
     questions: Sequence[str],
     contexts: Sequence[str],
-    max_length: int = 384,
+    max_seq_length: int = 384,
     doc_stride: int = 128,
-    max_query_tokens: int = 64,
+    max_query_length: int = 64,
 ) -> list[Window]:
     """Windows for each (question, context) pair, in order; ``Window.example`` indexes the pair."""
     if not getattr(tokenizer, "is_fast", False):
@@ -115,13 +115,13 @@ def make_windows(
     windows: list[Window] = []
     for first in range(0, len(questions), _TOKENIZE_BATCH):
         aligned = [align_normalized(c) for c in contexts[first : first + _TOKENIZE_BATCH]]
-        short = [_short_question(tokenizer, align_normalized(q).text, max_query_tokens)
+        short = [_short_question(tokenizer, align_normalized(q).text, max_query_length)
                  for q in questions[first : first + _TOKENIZE_BATCH]]
-        room = max_length - 3 - max(len(tokenizer(q, add_special_tokens=False)["input_ids"]) for q in short)
+        room = max_seq_length - 3 - max(len(tokenizer(q, add_special_tokens=False)["input_ids"]) for q in short)
         if doc_stride >= room:
-            raise KalbertError(f"doc stride {doc_stride} leaves no room in {max_length}-token windows",
+            raise KalbertError(f"doc stride {doc_stride} leaves no room in {max_seq_length}-token windows",
                                f"use a doc stride below {room} or a longer max length")
-        encoded = tokenizer(short, [a.text for a in aligned], truncation="only_second", max_length=max_length,
+        encoded = tokenizer(short, [a.text for a in aligned], truncation="only_second", max_length=max_seq_length,
                             stride=doc_stride, return_overflowing_tokens=True, return_offsets_mapping=True,
                             return_token_type_ids=True)
         for w, index in enumerate(encoded["overflow_to_sample_mapping"]):
@@ -174,12 +174,12 @@ def nbest_answers(
     start_logits: Sequence[Sequence[float]],
     end_logits: Sequence[Sequence[float]],
     n_best: int = 20,
-    max_answer_tokens: int = 30,
+    max_answer_length: int = 30,
 ) -> list[Answer]:
     """The best distinct spans of one question across all its windows, most probable first.
 
     In each window the ``n_best`` most likely context tokens for start and for end are paired (end not
-    before start, at most ``max_answer_tokens`` tokens); a span seen in two overlapping windows keeps
+    before start, at most ``max_answer_length`` tokens); a span seen in two overlapping windows keeps
     its higher score. Logits are per window, cut to the window's length.
     """
     best: dict[tuple[int, int], float] = {}
@@ -190,7 +190,7 @@ def nbest_answers(
         top_ends = sorted(context_tokens, key=lambda i: log_end[i], reverse=True)[:n_best]
         for s in top_starts:
             for e in top_ends:
-                if s <= e < s + max_answer_tokens:
+                if s <= e < s + max_answer_length:
                     span = (window.spans[s][0], window.spans[e][1])
                     best[span] = max(best.get(span, -math.inf), log_start[s] + log_end[e])
     ranked = sorted(best.items(), key=lambda item: item[1], reverse=True)[:n_best]

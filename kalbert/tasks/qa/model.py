@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from kalbert.artifact import read_meta
 from kalbert.errors import KalbertError
 from kalbert.tasks.qa.features import Answer, Window, choose_answer, make_windows, nbest_answers
 
@@ -16,13 +17,13 @@ from kalbert.tasks.qa.features import Answer, Window, choose_answer, make_window
 class QASettings:
     """How questions become windows and windows become answers; training writes them to kalbert.json."""
 
-    max_length: int = 384
+    max_seq_length: int = 384
     """tokens per window: [CLS] question [SEP] context part [SEP]"""
     doc_stride: int = 128
     """tokens shared by consecutive windows of a long context"""
-    max_query_tokens: int = 64
+    max_query_length: int = 64
     """longer questions are cut"""
-    max_answer_tokens: int = 30
+    max_answer_length: int = 30
     """longest answer considered, in tokens"""
     n_best: int = 20
     """start and end candidates paired per window"""
@@ -97,8 +98,8 @@ def tensors(windows: Sequence[Window], pad_id: int) -> dict[str, Any]:
 def answer_all(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], settings: QASettings,
                threshold: float = 0.0) -> list[Answer]:
     """One answer per (question, context), each span an exact substring of its context."""
-    windows = make_windows(tokenizer, questions, contexts, settings.max_length, settings.doc_stride,
-                           settings.max_query_tokens)
+    windows = make_windows(tokenizer, questions, contexts, settings.max_seq_length, settings.doc_stride,
+                           settings.max_query_length)
     starts, ends = window_logits(model, windows, tokenizer.pad_token_id, settings.batch_size)
     per_example: list[list[int]] = [[] for _ in questions]
     for w, window in enumerate(windows):
@@ -107,7 +108,7 @@ def answer_all(model, tokenizer, questions: Sequence[str], contexts: Sequence[st
     for example, context in enumerate(contexts):
         ids = per_example[example]
         candidates = nbest_answers(context, [windows[w] for w in ids], [starts[w] for w in ids],
-                                   [ends[w] for w in ids], settings.n_best, settings.max_answer_tokens)
+                                   [ends[w] for w in ids], settings.n_best, settings.max_answer_length)
         answers.append(choose_answer(candidates, threshold))
     return answers
 
@@ -123,9 +124,7 @@ class QAModel:
         if not any(a.endswith("ForQuestionAnswering") for a in architectures):
             raise KalbertError(f"{self.path} is not a question-answering model ({', '.join(architectures) or 'no'}"
                                " architecture)", "fine-tune it first: kalbert qa train --model ... --out ...")
-        meta = self.path / "kalbert.json"
-        saved = json.loads(meta.read_text(encoding="utf-8")).get("settings", {}) if meta.is_file() else {}
-        self.settings = QASettings.from_dict(saved)
+        self.settings = QASettings.from_dict(read_meta(self.path).get("settings", {}))
         self.tokenizer = load_tokenizer(self.path)
         self.model = AutoModelForQuestionAnswering.from_pretrained(str(self.path), local_files_only=True)
         self.model.to(device())

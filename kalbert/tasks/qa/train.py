@@ -1,7 +1,7 @@
 """Fine-tune AlbertForQuestionAnswering on KorQuAD 1.0 or CMRC 2018, pick the epoch on val, report on test.
 
 Only KorQuAD's dev file and CMRC's dev and trial files are public here, so the splits are fixed parts
-by article (``kalbert.datasets.QA_CARVES``): train to learn, val to pick the epoch, test (refused by
+by article (``kalbert.data.QA_CARVES``): train to learn, val to pick the epoch, test (refused by
 training) for the reported EM/F1, computed as the official scripts do (:mod:`kalbert.tasks.qa.metrics`).
 The output folder is a plain transformers QA model that ``AutoModelForQuestionAnswering`` loads
 (recent transformers 5 releases removed the ``question-answering`` pipeline); kalbert.json and
@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import logging
 import math
-import shlex
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.datasets import QAExample, assert_trainable, get_spec, load_qa
+from kalbert.artifact import Kind, write_meta
+from kalbert.config import DEFAULT_SEED, render_command
+from kalbert.data import QAExample, assert_trainable, get_spec, load_qa
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, atomic_write_text
-from kalbert.tasks.finetune import adamw_with_warmup, check_albert
+from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output
+from kalbert.tasks.finetune import check_albert
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, device, load_tokenizer, read_config, tensors
+from kalbert.training import BestCheckpoint, adamw, linear_warmup
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ QA_TASKS: dict[str, QASplits] = {
     "korquad": QASplits("train", "val", "test"),
     "cmrc2018": QASplits("train", "val", "test"),
 }
+QATask = Literal[tuple(QA_TASKS)]  # type: ignore[valid-type]  # the task names, as flag choices
 
 
 @dataclass
@@ -56,45 +59,38 @@ class QATrainConfig:
 
     model: str
     """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
-    task: str
-    """korquad or cmrc2018"""
+    task: QATask
+    """the QA task"""
     out: str
     """output folder for the fine-tuned model"""
     epochs: int = 3
+    """passes over the training windows; the best on val is kept"""
     batch_size: int = 16
     """windows per step"""
-    learning_rate: float = 5e-5
+    lr: float = 5e-5
+    """peak AdamW learning rate"""
     weight_decay: float = 0.01
+    """AdamW weight decay (not on biases and LayerNorm weights)"""
     warmup_ratio: float = 0.1
     """share of the steps with a linearly rising learning rate"""
-    max_length: int = 384
+    max_seq_length: int = 384
     """tokens per window"""
     doc_stride: int = 128
     """tokens shared by consecutive windows of a long context"""
-    max_query_tokens: int = 64
-    max_answer_tokens: int = 30
-    max_train_rows: int | None = None
+    max_query_length: int = 64
+    """longer questions are cut, in tokens"""
+    max_answer_length: int = 30
+    """longest answer, in tokens"""
+    max_rows: int | None = None
     """use only the first N training questions (quick runs and tests)"""
     max_eval_rows: int | None = None
     """score only the first N questions of val and test (quick runs and tests; the result says so)"""
-    seed: int = 42
+    seed: int = DEFAULT_SEED
+    """seed of initialisation and batch order"""
 
     def settings(self) -> QASettings:
-        return QASettings(max_length=self.max_length, doc_stride=self.doc_stride,
-                          max_query_tokens=self.max_query_tokens, max_answer_tokens=self.max_answer_tokens)
-
-    def command(self) -> str:
-        """The `kalbert qa train` line that repeats this run (defaults left out)."""
-        words = ["kalbert", "qa", "train", "--model", self.model, "--task", self.task, "--out", self.out]
-        flags = {"epochs": "--epochs", "batch_size": "--batch-size", "learning_rate": "--lr",
-                 "max_length": "--max-seq-length", "doc_stride": "--doc-stride",
-                 "max_answer_tokens": "--max-answer-length", "max_train_rows": "--max-rows",
-                 "max_eval_rows": "--max-eval-rows", "seed": "--seed"}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in flags and value != f.default:
-                words += [flags[f.name], str(value)]
-        return shlex.join(words)
+        return QASettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
+                          max_query_length=self.max_query_length, max_answer_length=self.max_answer_length)
 
 
 def _check_task(task: str) -> QASplits:
@@ -122,7 +118,7 @@ def _training_windows(tokenizer, examples: Sequence[QAExample], config: QATrainC
     located = [(e, next((s, s + len(a)) for a, s in zip(e.answers, e.answer_starts, strict=True) if s >= 0))
                for e in examples if max(e.answer_starts) >= 0]
     windows = make_windows(tokenizer, [e.question for e, _ in located], [e.context for e, _ in located],
-                           config.max_length, config.doc_stride, config.max_query_tokens)
+                           config.max_seq_length, config.doc_stride, config.max_query_length)
     for window in windows:
         label_window(window, *located[window.example][1])
     return windows, len(examples) - len(located)
@@ -132,16 +128,15 @@ def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
     splits = _check_task(config.task)
     if config.epochs < 1 or config.batch_size < 1:
         raise KalbertError("epochs and batch size must be at least 1")
-    if config.doc_stride < 1 or config.max_length < 32:
+    if config.doc_stride < 1 or config.max_seq_length < 32:
         raise KalbertError("doc stride must be at least 1 and max length at least 32")
     assert_trainable(config.task, splits.train)
     model_path = check_albert(config.model, "extractive-QA fine-tuning")
     positions = read_config(model_path).get("max_position_embeddings", 512)
-    if config.max_length > positions:
-        raise KalbertError(f"max length {config.max_length} exceeds the model's {positions} positions",
+    if config.max_seq_length > positions:
+        raise KalbertError(f"max length {config.max_seq_length} exceeds the model's {positions} positions",
                            f"use --max-seq-length {positions} or less")
-    if Path(config.out).exists() and not overwrite:
-        raise KalbertError(f"output folder {config.out} already exists", "pass --overwrite or choose another --out")
+    refuse_existing_output(config.out, overwrite)
     return splits, model_path
 
 
@@ -152,7 +147,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
 
     splits, model_path = _validate(config, overwrite)
     started = time.perf_counter()
-    train, n_train_split = _rows(config.task, splits.train, config.max_train_rows)
+    train, n_train_split = _rows(config.task, splits.train, config.max_rows)
     select, _ = _rows(config.task, splits.select, config.max_eval_rows)
     report, n_report_split = _rows(config.task, splits.report, config.max_eval_rows)
     settings = config.settings()
@@ -164,11 +159,11 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     if not windows:
         raise KalbertError(f"no training question of {config.task}:{splits.train} has its answer in its context")
     steps_per_epoch = math.ceil(len(windows) / config.batch_size)
-    optimizer, scheduler = adamw_with_warmup(model, config.learning_rate, config.weight_decay, config.warmup_ratio,
-                                             steps_per_epoch * config.epochs)
+    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
+    scheduler = linear_warmup(optimizer, config.warmup_ratio, steps_per_epoch * config.epochs)
     order = torch.Generator().manual_seed(config.seed)
     history: list[dict[str, Any]] = []
-    best: tuple[float, int, dict[str, Any]] | None = None
+    best = BestCheckpoint()
     for epoch in range(1, config.epochs + 1):
         model.train()
         losses = []
@@ -191,19 +186,18 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
                  **{f"{splits.select}_{k}": v for k, v in scores.items()}}
         history.append(entry)
         log.info("epoch %d: %s", epoch, entry)
-        if best is None or scores["f1"] > best[0]:
-            best = (scores["f1"], epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
-    model.load_state_dict(best[2])
+        best.offer(scores["f1"], epoch, model)
+    best.restore(model)
     scores, _ = score_examples(model, tokenizer, config.task, report, settings)
     summary = {
-        "kind": "qa",
+        "kind": Kind.QA_MODEL,
         "kalbert_version": __version__,
         "task": config.task,
-        "command": config.command(),
+        "command": render_command("kalbert qa train", config),
         "config": asdict(config),
         "settings": asdict(settings),
         "splits": asdict(splits),
-        "selected_epoch": best[1],
+        "selected_epoch": best.at,
         "history": history,
         "report": {"split": splits.report, **scores, "metric": METRICS[config.task][2], "n": len(report),
                    "n_split": n_report_split, "subset": len(report) < n_report_split},
@@ -216,9 +210,9 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     with atomic_output_dir(config.out, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        if (model_path / "spiece.model").is_file():  # transformers 5 does not write it (DESIGN §2)
+        if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
-        atomic_write_json(folder / "kalbert.json", summary)
+        write_meta(folder, summary)
         atomic_write_text(folder / "README.md", render_card(summary))
     return summary
 
@@ -263,7 +257,7 @@ tags: [albert, extractive-qa, kalbert]
 
 {spec.description} ({spec.url}, {spec.licence}). Fixed parts by article: trained on
 `{summary['task']}:{splits['train']}` ({summary['train_questions']} questions with a located answer,
-{summary['train_windows']} windows of {config['max_length']} tokens, stride {config['doc_stride']}),
+{summary['train_windows']} windows of {config['max_seq_length']} tokens, stride {config['doc_stride']}),
 epoch picked on `{summary['task']}:{splits['select']}` by F1, reported on `{summary['task']}:{splits['report']}`,
 never trained on.
 
@@ -294,7 +288,7 @@ context with its probability (P(start) x P(end)). The folder is a plain transfor
 ```python
 from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 tokenizer, model = AutoTokenizer.from_pretrained("PATH"), AutoModelForQuestionAnswering.from_pretrained("PATH")
-inputs = tokenizer(question, context, truncation="only_second", max_length={config['max_length']},
+inputs = tokenizer(question, context, truncation="only_second", max_length={config['max_seq_length']},
                    return_offsets_mapping=True, return_tensors="pt")
 offsets = inputs.pop("offset_mapping")[0].tolist()
 out = model(**inputs)

@@ -1,0 +1,127 @@
+"""The artifact contract: every folder kalbert writes describes itself in ``kalbert.json``.
+
+The record says what the folder is (:class:`Kind`), which languages it serves, the config that made
+it and the command line that ran; the folder's README card is rendered from it, and the folder itself
+appears atomically (:func:`kalbert.io.atomic_output_dir`). ``--config FOLDER/kalbert.json`` reruns it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from kalbert.errors import KalbertError
+from kalbert.io import atomic_write_json
+
+META_FILE = "kalbert.json"
+
+
+class Kind(StrEnum):
+    """What an artifact folder holds (its ``kind`` in ``kalbert.json``)."""
+
+    VOCAB = "vocab"
+    PRETRAINING_DATA = "pretraining-data"
+    PRETRAINING_RUN = "pretraining-run"
+    PRETRAINED_MODEL = "pretrained-model"
+    SENTENCE_MODEL = "sentence-model"
+    TEACHER = "teacher"
+    QA_MODEL = "qa"
+    MC_MODEL = "multiple-choice"
+
+
+# The command that makes each kind, for "build one with ..." hints.
+MAKERS = {
+    Kind.VOCAB: "kalbert vocab build",
+    Kind.PRETRAINING_DATA: "kalbert data build",
+    Kind.PRETRAINING_RUN: "kalbert pretrain",
+    Kind.PRETRAINED_MODEL: "kalbert pretrain or kalbert transplant",
+    Kind.SENTENCE_MODEL: "kalbert sbert export|sts|distill",
+    Kind.TEACHER: "kalbert teacher export",
+    Kind.QA_MODEL: "kalbert qa train",
+    Kind.MC_MODEL: "kalbert mc train",
+}
+
+
+def meta_path(folder: str | Path) -> Path:
+    return Path(folder) / META_FILE
+
+
+def read_meta(folder: str | Path, expect: Kind | tuple[Kind, ...] | None = None) -> dict[str, Any]:
+    """The folder's ``kalbert.json``.
+
+    Without ``expect``: ``{}`` when it has none or it is unreadable (a plain HF or SentenceTransformer
+    folder). With ``expect``: a one-line error unless the record exists and is of that kind (one of them).
+    """
+    path = meta_path(folder)
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        meta = None
+    meta = meta if isinstance(meta, dict) else None
+    if expect is None:
+        return meta or {}
+    kinds = (expect,) if isinstance(expect, Kind) else expect
+    wanted = " or ".join(kind.replace("-", " ") for kind in kinds)
+    makers = " or ".join(f"`{MAKERS[kind]}`" for kind in kinds)
+    if meta is None:
+        raise KalbertError(f"{folder} is not a {wanted} folder (no readable {META_FILE})", f"make one with {makers}")
+    if meta.get("kind") not in kinds:
+        raise KalbertError(f"{folder} is a {meta.get('kind', 'unknown')} folder, not a {wanted} folder",
+                           f"make one with {makers}")
+    return meta
+
+
+def write_meta(folder: str | Path, meta: dict[str, Any]) -> None:
+    atomic_write_json(meta_path(folder), meta)
+
+
+def folder_languages(folder: str | Path) -> list[str]:
+    """Languages a folder declares: ``kalbert.json`` ``languages`` (or ``language: "ko+zh"``), else the
+    README card's ``language:`` front matter (as on Hugging Face model cards); ``[]`` when neither says."""
+    meta = read_meta(folder)
+    if meta.get("languages"):
+        return list(meta["languages"])
+    if isinstance(meta.get("language"), str):
+        return meta["language"].split("+")
+    readme = Path(folder) / "README.md"
+    if not readme.is_file():
+        return []
+    lines = readme.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return []
+    found: list[str] = []
+    in_list = False
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if line.startswith("language:"):
+            value = line.partition(":")[2].strip()
+            found += [value] if value else []
+            in_list = not value
+        elif in_list and line.lstrip().startswith("- "):
+            found.append(line.strip()[2:].strip())
+        else:
+            in_list = False
+    return found
+
+
+def folder_language(folder: str | Path) -> str:
+    """The analyzer language of a vocabulary or model folder ("ko", "zh" or "ko+zh"); an error when it
+    declares none, since guessing would segment the text with the wrong analyzer."""
+    languages = folder_languages(folder)
+    if not languages:
+        raise KalbertError(f"{folder} declares no languages (no {META_FILE} or card that names them)",
+                           "pass a folder made by kalbert vocab build, or give --lang")
+    return "+".join(languages)
+
+
+def invocation() -> str | None:
+    """The command line that is running, when it is the ``kalbert`` program (None from the Python API)."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("kalbert", "__main__.py", "main.py"):
+        return shlex.join(["kalbert", *sys.argv[1:]])
+    return None

@@ -1,0 +1,297 @@
+"""Typed loaders: each data set's rows as small frozen dataclasses (STS pairs, labelled pairs, NLI,
+multiple choice, extractive QA, parallel text), so nothing else in kalbert parses these files."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kalbert.data.formats import (
+    Rows,
+    csv_rows,
+    index_value,
+    json_list_rows,
+    json_value,
+    jsonl_rows,
+    read_records,
+    score_value,
+    text_value,
+    tsv_rows,
+)
+from kalbert.data.registry import DATASETS, QA_CARVES, article_parts, get_spec, list_datasets
+from kalbert.data.roots import data_path
+from kalbert.errors import KalbertError
+
+T = TypeVar("T")
+
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+BLANK = "[BLANK]"  # replaces CHID's ``#idiom#`` slot in MCExample.context
+
+
+@dataclass(frozen=True)
+class STSPair:
+    sentence1: str
+    sentence2: str
+    score: float  # 0..5
+
+
+@dataclass(frozen=True)
+class LabeledPair:
+    sentence1: str
+    sentence2: str
+    label: int  # 0 or 1
+
+
+@dataclass(frozen=True)
+class NLIPair:
+    premise: str
+    hypothesis: str
+    label: str  # one of NLI_LABELS
+
+
+@dataclass(frozen=True)
+class MCExample:
+    context: str
+    question: str  # "" where the task has none (HellaSwag, CHID)
+    choices: tuple[str, ...]
+    label: int  # index into choices
+    id: str
+
+
+@dataclass(frozen=True)
+class BoolQExample:
+    passage: str
+    question: str
+    answer: bool
+    id: str
+
+
+@dataclass(frozen=True)
+class QAExample:
+    id: str
+    title: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    answer_starts: tuple[int, ...]  # -1 where the answer text does not occur in the context
+
+
+@dataclass(frozen=True)
+class ParallelSet:
+    languages: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+def _sts(s1: str, s2: str, score: str) -> STSPair:
+    return STSPair(text_value(s1), text_value(s2), score_value(score))
+
+
+def _sts_file(path: Path) -> list[STSPair]:
+    if path.suffix == ".json":  # KLUE-STS
+        return read_records(path, json_list_rows(path),
+                        lambda r: _sts(r["sentence1"], r["sentence2"], r["labels"]["label"]))
+    if path.suffix == ".csv":  # stsb-zh, stsb-en: quoted csv, no header
+        return read_records(path, csv_rows(path), lambda c: _sts(*c))
+    if path.suffix == ".txt":  # CNSD: plain tsv, no header
+        return read_records(path, tsv_rows(path, header=False), lambda c: _sts(*c))
+    return read_records(path, tsv_rows(path, header=True),  # KorSTS, stsbenchmark.tsv.gz: named columns
+                    lambda r: _sts(r["sentence1"], r["sentence2"], r["score"]))
+
+
+def _pair(s1: str, s2: str, label: str) -> LabeledPair:
+    return LabeledPair(text_value(s1), text_value(s2), index_value(label, 2))
+
+
+def _boolq_file(path: Path) -> list[BoolQExample]:
+    answers = {"true": True, "false": False}
+    return read_records(path, tsv_rows(path, header=True), lambda r: BoolQExample(
+        text_value(r["Text"]), text_value(r["Question"]), answers[r["Answer"].lower()], r["ID"]))
+
+
+def _nli(premise: str, hypothesis: str, label: str | None) -> NLIPair | None:
+    if label in (None, "", "-"):
+        return None
+    if label not in NLI_LABELS:
+        raise ValueError(f"label {label!r}")
+    return NLIPair(text_value(premise), text_value(hypothesis), label)
+
+
+def _c3_rows(path: Path) -> Rows:
+    """One row per question: (doc lines, question dict, id)."""
+    for where, item in json_list_rows(path):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[1], list)):
+            yield where, None
+            continue
+        doc, questions, doc_id = item
+        for j, question in enumerate(questions):
+            yield where, (doc, question, f"{path.stem}/{doc_id}/{j}")
+
+
+def _c3(doc: list[str], q: dict[str, Any], ex_id: str) -> MCExample:
+    choices = tuple(text_value(choice) for choice in q["choice"])
+    context = text_value("\n".join(line.strip() for line in doc if line.strip()))
+    return MCExample(context, text_value(q["question"]), choices, choices.index(q["answer"].strip()), ex_id)
+
+
+def _chid(r: dict[str, Any]) -> MCExample:
+    content = text_value(r["content"])
+    if content.count("#idiom#") != 1:  # FewCLUE CHID: one blank and one answer per record
+        raise ValueError("expected exactly one #idiom# blank")
+    choices = tuple(text_value(c) for c in r["candidates"])
+    label = index_value(r["answer"], len(choices))
+    return MCExample(content.replace("#idiom#", BLANK), "", choices, label, str(r["id"]))
+
+
+def _xcopa(r: dict[str, Any]) -> MCExample:
+    if r["question"] not in ("cause", "effect"):
+        raise ValueError(f"question {r['question']!r}")
+    return MCExample(text_value(r["premise"]), r["question"], (text_value(r["choice1"]), text_value(r["choice2"])),
+                     index_value(r["label"], 2), str(r["idx"]))
+
+
+def _copa_file(path: Path) -> list[MCExample]:
+    return read_records(path, tsv_rows(path, header=True), lambda r: MCExample(
+        text_value(r["sentence"]), text_value(r["question"]), (text_value(r["1"]), text_value(r["2"])),
+        index_value(r["Answer"], 2, base=1), r["ID"]))
+
+
+def _hellaswag_file(path: Path) -> list[MCExample]:
+    ids = itertools.count(1)  # no id column: number the rows
+    return read_records(path, tsv_rows(path, header=True), lambda r: MCExample(
+        text_value(r["context"]), "", tuple(text_value(r[f"choice{i}"]) for i in range(1, 5)),
+        index_value(r["label"], 4), f"{path.stem}-{next(ids)}"))
+
+
+def _locate(context: str, text: str, start: int) -> int:
+    """``start`` if the answer is there, else its nearest occurrence, else -1."""
+    if start >= 0 and context.startswith(text, start):
+        return start
+    hits = [m.start() for m in re.finditer(re.escape(text), context)]
+    return min(hits, key=lambda hit: abs(hit - start), default=-1)
+
+
+def _squad_rows(path: Path) -> Rows:
+    data = json_value(path)
+    articles = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(articles, list):
+        raise KalbertError(f"{path} is not SQuAD-format JSON (no 'data' list)")
+    for a, article in enumerate(articles):
+        try:
+            title = article.get("title", "")
+            rows = [(title, para["context"], qa) for para in article["paragraphs"] for qa in para["qas"]]
+        except (AttributeError, LookupError, TypeError):
+            rows = [None]
+        for row in rows:
+            yield f"article {a}", row
+
+
+def _qa(title: str, context: str, qa: dict[str, Any]) -> QAExample:
+    answers = qa["answers"]
+    if not answers:
+        raise ValueError("no answers")
+    texts = tuple(text_value(a["text"]) for a in answers)
+    starts = tuple(_locate(context, t, int(a["answer_start"])) for t, a in zip(texts, answers, strict=True))
+    return QAExample(str(qa["id"]), str(title), context, text_value(qa["question"]), texts, starts)
+
+
+Reader = Callable[[Path], list[T]]
+_PAIR_READERS: dict[str, Reader[LabeledPair]] = {
+    "afqmc": lambda p: read_records(p, tsv_rows(p, header=False), lambda c: _pair(*c)),
+    "lcqmc": lambda p: read_records(p, tsv_rows(p, header=False), lambda c: _pair(*c)),
+    "atec": lambda p: read_records(p, tsv_rows(p, header=False), lambda c: _pair(*c[1:])),  # idx s1 s2 label
+    "pawsx-zh": lambda p: read_records(p, tsv_rows(p, header=True),
+                                   lambda r: _pair(r["sentence1"], r["sentence2"], r["label"])),
+    "kobest-boolq": lambda p: [LabeledPair(e.passage, e.question, int(e.answer)) for e in _boolq_file(p)],
+}
+_NLI_READERS: dict[str, Reader[NLIPair]] = {
+    "kornli": lambda p: read_records(p, tsv_rows(p, header=True),
+                                 lambda r: _nli(r["sentence1"], r["sentence2"], r["gold_label"])),
+    "ocnli": lambda p: read_records(p, jsonl_rows(p), lambda r: _nli(r["sentence1"], r["sentence2"], r.get("label"))),
+}
+_MC_READERS: dict[str, Reader[MCExample]] = {
+    "kobest-copa": _copa_file,
+    "kobest-hellaswag": _hellaswag_file,
+    "c3": lambda p: read_records(p, _c3_rows(p), lambda r: _c3(*r)),
+    "chid": lambda p: read_records(p, jsonl_rows(p), _chid),
+    "xcopa-zh": lambda p: read_records(p, jsonl_rows(p), _xcopa),
+}
+
+
+def _load(name: str, split: str | None, root: str | Path | None, readers: dict[str, Reader[T]],
+          loader: str) -> list[T]:
+    """Read every file of the split with ``name``'s reader; other data sets are refused."""
+    spec = get_spec(name)
+    if name not in readers:
+        raise KalbertError(f"{loader} cannot read '{name}' (a {spec.kind} data set)",
+                           f"{loader} reads: {', '.join(readers)}")
+    return [record for path in data_path(name, split, root) for record in readers[name](path)]
+
+
+def load_sts(name: str, split: str, root: str | Path | None = None) -> list[STSPair]:
+    """Sentence pairs with a 0-5 similarity score."""
+    return _load(name, split, root, dict.fromkeys(list_datasets("sts"), _sts_file), "load_sts")
+
+
+def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[LabeledPair]:
+    """Sentence pairs with a binary label (paraphrase / same question / BoolQ yes)."""
+    return _load(name, split, root, _PAIR_READERS, "load_pairs")
+
+
+def load_nli(name: str, split: str, root: str | Path | None = None) -> list[NLIPair]:
+    """Premise/hypothesis pairs; rows without a gold label are left out."""
+    return _load(name, split, root, _NLI_READERS, "load_nli")
+
+
+def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:
+    """Multiple-choice examples (COPA, HellaSwag, C3, CHID, XCOPA) with a 0-based answer index."""
+    return _load(name, split, root, _MC_READERS, "load_mc")
+
+
+def load_boolq(name: str, split: str, root: str | Path | None = None) -> list[BoolQExample]:
+    """KoBEST BoolQ passages with a yes/no question."""
+    return _load(name, split, root, {"kobest-boolq": _boolq_file}, "load_boolq")
+
+
+def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExample]:
+    """SQuAD-format extractive QA; misplaced answer offsets are moved to the nearest occurrence.
+
+    A carved split (QA_CARVES: ``korquad:train``, ``cmrc2018:test``, ...) keeps only its part of the
+    divided file's articles.
+    """
+    def read(path: Path) -> list[QAExample]:
+        return read_records(path, _squad_rows(path), lambda r: _qa(*r))
+
+    carve = QA_CARVES.get((name, split))
+    if carve is None:
+        return _load(name, split, root, dict.fromkeys(list_datasets("qa"), read), "load_qa")
+    examples: list[QAExample] = []
+    for rel, path in zip(DATASETS[name].splits[split], data_path(name, split, root), strict=True):
+        records = read(path)
+        if rel == carve.source:
+            parts = article_parts(record.title for record in records)
+            records = [record for record in records if parts[record.title] == carve.part]
+        examples += records
+    return examples
+
+
+def load_parallel(name: str, root: str | Path | None = None) -> ParallelSet:
+    """Rows of translations; the header names the language of each column."""
+    just_the_path = dict.fromkeys(list_datasets("parallel"), lambda p: [p])
+    (path,) = _load(name, None, root, just_the_path, "load_parallel")
+    rows = tsv_rows(path, header=False)
+    _, header = next(rows, ("", None))
+    if header is None:
+        raise KalbertError(f"{path} is empty", "re-download the file from the data set's URL")
+    languages = tuple(header)
+
+    def make(cells: list[str]) -> tuple[str, ...]:
+        if len(cells) != len(languages):
+            raise ValueError("wrong number of columns")
+        return tuple(text_value(cell) for cell in cells)
+
+    return ParallelSet(languages, read_records(path, rows, make))

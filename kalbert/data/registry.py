@@ -1,0 +1,231 @@
+"""The registry of named data sets: what each is, its splits' files, its origin, and which splits are
+never trained on.
+
+Configs and commands name data (``korsts:test``, ``c3:dev``, ``kowiki``) instead of paths, so the same
+experiment runs on a laptop, in CI and on a GPU machine. QA dev files are divided by article into named
+train/val/test parts (``QA_CARVES``), fixed on every machine."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kalbert.errors import KalbertError
+
+KINDS = ("corpus", "sts", "pairs", "nli", "mc", "qa", "parallel")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One named data set: its files per split (relative to a data root), origin and licence."""
+
+    name: str
+    kind: str
+    lang: str
+    splits: dict[str, tuple[str, ...]] = field(hash=False)
+    url: str
+    licence: str
+    description: str
+    eval_splits: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or not self.eval_splits <= self.splits.keys():
+            raise ValueError(f"bad registry entry {self.name!r}")
+
+
+def _spec(name: str, kind: str, lang: str, splits: dict[str, str | tuple[str, ...]], url: str,
+          licence: str, description: str, eval_splits: Iterable[str] = ()) -> DatasetSpec:
+    files = {split: (f,) if isinstance(f, str) else f for split, f in splits.items()}
+    return DatasetSpec(name, kind, lang, files, url, licence, description, frozenset(eval_splits))
+
+
+def _each(pattern: str, *splits: str) -> dict[str, str | tuple[str, ...]]:
+    """``{split: pattern.format(split)}`` for the given splits (default train, dev, test)."""
+    return {split: pattern.format(split) for split in splits or ("train", "dev", "test")}
+
+
+_KOBEST = "https://github.com/SKT-LSL/KoBEST_datarepo"
+_KORNLU = "https://github.com/kakaobrain/KorNLUDatasets"
+_CSTS = "https://github.com/zejunwang1/CSTS"
+_TATOEBA = "https://www.manythings.org/anki/"
+_XNLI = "https://github.com/facebookresearch/XNLI"
+_KORQUAD_DEV = "bench/ko/korquad/KorQuAD_v1.0_dev.json"
+_CMRC_DEV = "bench/zh/cmrc2018/cmrc2018_dev.json"
+_CMRC_TRIAL = "bench/zh/cmrc2018/cmrc2018_trial.json"
+_DATASETS = [
+    _spec("kowiki", "corpus", "ko", {"all": "corpus/ko/kowiki.txt.gz"},
+          "https://github.com/97danielj/WordEmbedding", "CC BY-SA",
+          "Korean Wikipedia sample (~43.5k articles, 2022-09), one paragraph per line"),
+    _spec("nsmc", "corpus", "ko", {"all": "corpus/ko/nsmc_reviews.txt.gz"},
+          "https://github.com/e9t/nsmc", "CC0",
+          "688k Naver movie reviews, one per document"),
+    _spec("zh-laws", "corpus", "zh", {"all": "corpus/zh/laws.txt.gz"},
+          "https://github.com/LawRefBook/Laws", "PRC statutes are not copyrighted",
+          "3,469 Chinese laws and regulations"),
+    _spec("zh-clue", "corpus", "zh", {"all": "corpus/zh/clue_news_reviews.txt.gz"},
+          "https://github.com/CLUEbenchmark/FewCLUE", "research use",
+          "131k Chinese news titles, reviews, app descriptions, abstracts (FewCLUE, UER-py, SophonPlus)"),
+    _spec("korsts", "sts", "ko", _each("bench/ko/korsts/sts-{}.tsv"),
+          _KORNLU, "CC BY-SA 4.0",
+          "KorSTS: STS-B translated to Korean, score 0-5", ["test"]),
+    _spec("klue-sts", "sts", "ko", {"dev": "bench/ko/klue-sts/klue-sts-v1.1_dev.json"},
+          "https://github.com/KLUE-benchmark/KLUE", "CC BY-SA 4.0",
+          "KLUE-STS v1.1 dev, score 0-5 (the KLUE test split is hidden)", ["dev"]),
+    _spec("kornli", "nli", "ko", _each("bench/ko/kornli/xnli.{}.ko.tsv", "dev", "test"),
+          _KORNLU, "CC BY-SA 4.0",
+          "KorNLI: XNLI dev and test in Korean", ["test"]),
+    _spec("kobest-copa", "mc", "ko", _each("bench/ko/kobest/copa/{}.tsv"),
+          _KOBEST, "CC BY-SA 4.0",
+          "KoBEST COPA: premise, cause (원인) or effect (결과), 2 choices", ["test"]),
+    _spec("kobest-hellaswag", "mc", "ko", _each("bench/ko/kobest/hellaswag/{}.tsv"),
+          _KOBEST, "CC BY-SA 4.0",
+          "KoBEST HellaSwag: context, 4 endings", ["test"]),
+    _spec("kobest-boolq", "pairs", "ko", _each("bench/ko/kobest/boolq/{}.tsv"),
+          _KOBEST, "CC BY-SA 4.0",
+          "KoBEST BoolQ: passage and yes/no question (load_boolq; load_pairs gives (passage, question))",
+          ["test"]),
+    _spec("korquad", "qa", "ko", dict.fromkeys(("dev", "train", "val", "test"), _KORQUAD_DEV),
+          "https://korquad.github.io", "CC BY-ND 2.0 KR",
+          "KorQuAD 1.0 dev, the only split here; train/val/test are fixed parts of it by article "
+          "(QA_CARVES)", ["dev", "test"]),
+    _spec("stsb-zh", "sts", "zh", _each("bench/zh/stsb-mt/stsb-zh-{}.csv"),
+          "https://github.com/PhilipMay/stsb-multi-mt", "CC BY-SA 4.0 (scores)",
+          "STS-B machine-translated to Chinese, row-aligned with STS-B and KorSTS", ["test"]),
+    _spec("cnsd-stsb", "sts", "zh", _each("bench/zh/cnsd-stsb/sts-b-{}.txt"),
+          _CSTS, "academic use",
+          "CNSD STS-B, human-corrected Chinese translation, integer scores 0-5", ["test"]),
+    _spec("afqmc", "pairs", "zh", _each("bench/zh/afqmc/{}.txt", "train", "dev"),
+          _CSTS, "academic use",
+          "CLUE AFQMC paraphrase pairs (binary)", ["dev"]),
+    _spec("lcqmc", "pairs", "zh", _each("bench/zh/lcqmc/{}.txt", "dev", "test"),
+          _CSTS, "research use",
+          "LCQMC question matching (binary); no train split here", ["test"]),
+    _spec("pawsx-zh", "pairs", "zh", _each("bench/zh/pawsx/{}_2k.tsv", "dev", "test"),
+          _CSTS, "free with attribution",
+          "PAWS-X Chinese paraphrase adversaries (binary)", ["test"]),
+    _spec("atec", "pairs", "zh", {"train": "bench/zh/atec/atec_nlp_sim_train.csv"},
+          "https://github.com/IceFlameWorm/NLP_Datasets", "unstated",
+          "ATEC question pairs (binary)"),
+    _spec("c3", "mc", "zh", {s: (f"bench/zh/c3/c3-m-{s}.json", f"bench/zh/c3/c3-d-{s}.json")
+                             for s in ("train", "dev", "test")},
+          "https://github.com/nlpdata/c3", "non-commercial research",
+          "C3 reading comprehension; a split is its mixed-genre (m) plus its dialogue (d) file", ["test"]),
+    _spec("chid", "mc", "zh", {"train": "bench/zh/chid/train_few_all.json",
+                               "dev": "bench/zh/chid/dev_few_all.json",
+                               "test_public": "bench/zh/chid/test_public.json"},
+          "https://github.com/CLUEbenchmark/FewCLUE", "research use",
+          "FewCLUE CHID idiom cloze, 7 candidates", ["test_public"]),
+    _spec("xcopa-zh", "mc", "zh", {"dev": "bench/zh/xcopa/val.zh.jsonl",
+                                   "test": "bench/zh/xcopa/test.zh.jsonl"},
+          "https://github.com/cambridgeltl/xcopa", "CC BY 4.0",
+          "XCOPA Chinese, cause or effect, 2 choices (dev is XCOPA's val)", ["test"]),
+    _spec("ocnli", "nli", "zh", {"train": "bench/zh/ocnli/train.10k.json", "dev": "bench/zh/ocnli/dev.json"},
+          "https://github.com/CLUEbenchmark/OCNLI", "CC BY-NC 2.0",
+          "OCNLI Chinese NLI (10k train, dev)", ["dev"]),
+    _spec("cmrc2018", "qa", "zh", {**_each("bench/zh/cmrc2018/cmrc2018_{}.json", "dev", "trial"),
+                                   "train": (_CMRC_TRIAL, _CMRC_DEV), "val": _CMRC_DEV, "test": _CMRC_DEV},
+          "https://github.com/ymcui/cmrc2018", "CC BY-SA 4.0",
+          "CMRC 2018 Chinese extractive QA; train is trial plus a fixed part of dev by article, "
+          "val/test the other dev parts (QA_CARVES)", ["dev", "test"]),
+    _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
+                                   "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
+          "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",
+          "English STS Benchmark; 'all' is the original file holding every split, test included",
+          ["test", "all"]),
+    _spec("parallel-stsb-train", "parallel", "en-ko-zh", {"all": "parallel/stsb-train.en-ko-zh.tsv"},
+          "https://github.com/PhilipMay/stsb-multi-mt", "CC BY-SA 4.0",
+          "STS-B train sentences in English, Korean (KorSTS) and Chinese (stsb-zh)"),
+    _spec("parallel-xnli-dev", "parallel", "en-ko-zh", {"all": "parallel/xnli-dev.en-ko-zh.tsv"},
+          _XNLI, "CC BY-NC 4.0",
+          "XNLI dev premises and hypotheses in English, Korean (KorNLI) and Chinese"),
+    _spec("parallel-xnli-test", "parallel", "en-ko-zh", {"all": "parallel/xnli-test.en-ko-zh.tsv"},
+          _XNLI, "CC BY-NC 4.0",
+          "XNLI test sentences in en, ko, zh: the KorNLI test text, so evaluation only", ["all"]),
+    _spec("tatoeba-en-zh", "parallel", "en-zh", {"all": "parallel/tatoeba.en-zh.tsv"},
+          _TATOEBA, "CC BY 2.0 FR",
+          "Tatoeba English-Chinese sentence pairs"),
+    _spec("tatoeba-en-ko", "parallel", "en-ko", {"all": "parallel/tatoeba.en-ko.tsv"},
+          _TATOEBA, "CC BY 2.0 FR",
+          "Tatoeba English-Korean sentence pairs"),
+    _spec("news-en-ko", "parallel", "en-ko", {"all": "parallel/news.en-ko.tsv"},
+          "https://github.com/jungyeul/korean-parallel-corpora", "CC BY-SA 3.0",
+          "Korean-English news sentence pairs (dev and test of the original)"),
+]
+DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in _DATASETS}
+
+
+@dataclass(frozen=True)
+class ArticleCarve:
+    """A QA split that keeps only some articles of one file, so fine-tuning has data without a train file."""
+
+    source: str
+    """the file (as in the registry) whose articles are divided; the split's other files are read whole"""
+    part: str
+    """"train", "val" or "test": which part of the divided articles the split keeps (article_parts)"""
+
+
+QA_CARVE_SEED = "kalbert-qa-v1"
+QA_TEST_SHARE = 0.2
+"""share of the divided file's articles in the test part (rounded)"""
+QA_VAL_SHARE = 0.1
+"""share of the remaining articles in the val part, for picking checkpoints (rounded); the rest is train"""
+QA_CARVES: dict[tuple[str, str], ArticleCarve] = {
+    **{("korquad", part): ArticleCarve(_KORQUAD_DEV, part) for part in ("train", "val", "test")},
+    **{("cmrc2018", part): ArticleCarve(_CMRC_DEV, part) for part in ("train", "val", "test")},
+}
+
+
+def article_parts(titles: Iterable[str]) -> dict[str, str]:
+    """Title -> "train", "val" or "test"; fixed for a given set of titles, on every machine and Python.
+
+    Articles (all paragraphs sharing a title) are ordered by the SHA-256 of ``QA_CARVE_SEED`` and the
+    title: the first ``QA_TEST_SHARE`` are test, the next ``QA_VAL_SHARE`` of the rest val, the rest train.
+    Dividing by article keeps a passage's questions out of training when another question on it is tested.
+    """
+    order = sorted(set(titles), key=lambda t: hashlib.sha256(f"{QA_CARVE_SEED}\0{t}".encode()).hexdigest())
+    n_test = round(QA_TEST_SHARE * len(order))
+    n_val = round(QA_VAL_SHARE * (len(order) - n_test))
+    return {t: "test" if i < n_test else "val" if i < n_test + n_val else "train" for i, t in enumerate(order)}
+
+
+def list_datasets(kind: str | None = None) -> list[str]:
+    """Registered names in registry order, optionally only those of one kind."""
+    return [name for name, spec in DATASETS.items() if kind is None or spec.kind == kind]
+
+
+def get_spec(name: str) -> DatasetSpec:
+    if name in DATASETS:
+        return DATASETS[name]
+    close = difflib.get_close_matches(name, DATASETS, n=1)
+    guess = f"did you mean '{close[0]}'? " if close else ""
+    raise KalbertError(f"unknown data set '{name}'", f"{guess}known data sets: {', '.join(DATASETS)}")
+
+
+def split_of(spec: DatasetSpec, split: str | None) -> str:
+    if split is None and len(spec.splits) == 1:
+        return next(iter(spec.splits))
+    if split not in spec.splits:
+        what = "name a split" if split is None else f"unknown split '{split}'"
+        raise KalbertError(f"data set '{spec.name}': {what}", f"splits: {', '.join(spec.splits)}")
+    return split
+
+
+def parse_ref(ref: str) -> tuple[str, str | None]:
+    """``"korsts:dev"`` -> ``("korsts", "dev")``; ``"kowiki"`` -> ``("kowiki", None)``; both checked."""
+    name, _, split = ref.strip().partition(":")
+    spec = get_spec(name)
+    if split:
+        split_of(spec, split)
+    return name, split or None
+
+
+def assert_trainable(name: str, split: str) -> None:
+    """Refuse evaluation splits: nothing reported in a results table is ever trained on."""
+    spec = get_spec(name)
+    split = split_of(spec, split)
+    if split in spec.eval_splits:
+        allowed = [s for s in spec.splits if s not in spec.eval_splits]
+        hint = f"train on {', '.join(allowed)}" if allowed else f"'{name}' has no training split"
+        raise KalbertError(f"{name}:{split} is an evaluation split; kalbert never trains on it", hint)

@@ -1,0 +1,97 @@
+"""The settings of one pretraining run and their checks, apart from the code that runs it.
+
+The CLI builds its flags from this dataclass, and a resumed run compares it with the recorded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kalbert.errors import KalbertError
+from kalbert.pretrain.distributed import DistEnv
+from kalbert.pretrain.masking import MaskingConfig
+from kalbert.pretrain.objective import OBJECTIVES
+from kalbert.pretrain.presets import ModelConfig
+
+
+@dataclass
+class PretrainConfig:
+    """One pretraining run; recorded in the run's kalbert.json and the exported model's."""
+
+    data: str
+    """data folder made by `kalbert data build`"""
+    out: str
+    """run folder (checkpoints, metrics, the exported model under model/)"""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """preset and shape overrides (ignored with init_from)"""
+    masking: MaskingConfig = field(default_factory=MaskingConfig)
+    """how MLM targets are chosen"""
+    objective: Literal["mlm+sop", "mlm"] = "mlm+sop"
+    """"mlm+sop" (ALBERT) or "mlm" (e.g. further-pretraining on text without document structure)"""
+    init_from: str | None = None
+    """HF ALBERT folder to continue from; a vocabulary extended with `kalbert vocab extend` grows it"""
+    vocab: str | None = None
+    """optional: refuse to start unless the data were built with this vocabulary"""
+    max_steps: int = 10_000
+    """optimiser steps (the schedule decays to zero at the last)"""
+    batch_size: int = 128
+    """global batch in instances per optimiser step (over all processes and accumulation steps)"""
+    grad_accum: int = 1
+    """micro-batches per optimiser step and process"""
+    optimizer: Literal["lamb", "adamw"] = "lamb"
+    """"lamb" (ALBERT) or "adamw\""""
+    lr: float = 1e-3
+    """peak learning rate"""
+    weight_decay: float = 0.01
+    """decoupled weight decay (not on biases and LayerNorms)"""
+    warmup_ratio: float = 0.025
+    """share of the steps spent warming up linearly (ALBERT: 3,125 of 125,000)"""
+    decay_power: float = 1.0
+    """polynomial decay to zero after warmup (1: linear)"""
+    max_grad_norm: float = 1.0
+    """gradient clipping by global norm (0: off)"""
+    bf16: bool | None = None
+    """bf16 autocast for the forward pass (default: on where the hardware has native bf16, AVX512-BF16/AMX CPUs
+    and Ampere+ GPUs; a resumed run keeps its own)"""
+    eval_every: int = 500
+    """held-out evaluation every N steps (and at the start and the end)"""
+    eval_instances: int = 2000
+    """held-out instances per evaluation (the same instances and masks every time)"""
+    save_every: int = 1000
+    """checkpoint every N steps (and at the end)"""
+    keep_checkpoints: int = 3
+    """checkpoints kept (older ones are deleted)"""
+    log_every: int = 10
+    """training metrics averaged and written every N steps"""
+    seed: int = 42
+    """seed of initialisation, batch order and masks"""
+    threads: int = 0
+    """torch CPU threads per process (0: torch's default)"""
+    tensorboard: bool = True
+    """also write TensorBoard events under tb/"""
+    resume: bool = False
+    """continue from the newest intact checkpoint in out (start fresh if there is none)"""
+    pack: bool = True
+    """pack several short instances into each row (kept apart by the attention mask) instead of padding:
+    the same losses with fewer wasted positions"""
+
+
+# config fields that a resumed run may change: they do not change the numbers it computes
+FREE_ON_RESUME = {"out", "resume", "eval_every", "save_every", "keep_checkpoints", "log_every", "tensorboard",
+                  "threads"}
+
+
+def validate(config: PretrainConfig, env: DistEnv) -> None:
+    """Refuse settings that cannot run before any folder is touched."""
+    if config.objective not in OBJECTIVES:
+        raise KalbertError(f"unknown objective {config.objective!r}", f"use one of {', '.join(OBJECTIVES)}")
+    if config.max_steps < 1 or config.batch_size < 1 or config.grad_accum < 1:
+        raise KalbertError("--max-steps, --batch-size and --grad-accum must be positive")
+    if config.batch_size % (env.world_size * config.grad_accum):
+        raise KalbertError(f"--batch-size {config.batch_size} does not split into {env.world_size} processes x "
+                           f"{config.grad_accum} accumulation steps", "make it a multiple of their product")
+    for name in ("eval_every", "save_every", "log_every", "keep_checkpoints"):
+        if getattr(config, name) < 1:
+            raise KalbertError(f"--{name.replace('_', '-')} must be at least 1")
+    config.masking.validate()
