@@ -27,6 +27,9 @@ def register(nouns) -> None:
     build.add_argument("--short-seq-prob", type=float, default=0.1,
                        help="probability of a random shorter target length (ALBERT: 0.1)")
     build.add_argument("--heldout", type=float, default=0.01, help="share of documents held out for evaluation")
+    build.add_argument("--single-sentence", default="random-b", choices=["random-b", "split"],
+                       help="SOP pair from a one-sentence chunk: B from another document, label 1 (ALBERT), or the "
+                            "sentence cut at a word start (every instance asks about order)")
     build.add_argument("--max-documents", type=int, default=0, help="read only the first N documents (0: all)")
     build.add_argument("--seed", type=int, default=12345)
     build.add_argument("--processes", type=int, default=0, help="worker processes (0: all cores)")
@@ -53,7 +56,7 @@ def _build(args: argparse.Namespace) -> int:
     config = DataBuildConfig(
         vocab=args.vocab, inputs=args.input, out=args.out, max_seq_length=args.max_seq_length,
         short_seq_prob=args.short_seq_prob, heldout_fraction=args.heldout, max_documents=args.max_documents,
-        seed=args.seed, processes=args.processes,
+        single_sentence=args.single_sentence, seed=args.seed, processes=args.processes,
     )
     out = build_pretraining_data(config, overwrite=args.overwrite)
     meta = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -27,6 +28,9 @@ def register(nouns) -> None:
     train.add_argument("--model", required=True, help="ALBERT checkpoint folder (with its tokenizer files)")
     train.add_argument("--task", required=True, choices=TASKS)
     train.add_argument("--out", required=True, help="output folder for the fine-tuned model")
+    train.add_argument("--results", help="also write a benchmark results JSON here (for `kalbert bench report`)")
+    train.add_argument("--name", help="model name in reports (default: the --model folder name)")
+    train.add_argument("--note", default="", help="caveat printed beside the result in reports")
     train.add_argument("--epochs", type=positive_int, default=3)
     train.add_argument("--batch-size", type=positive_int, default=16, help="windows per step")
     train.add_argument("--lr", type=float, default=5e-5, help="peak learning rate")
@@ -86,6 +90,16 @@ def _train(args: argparse.Namespace) -> int:
     print(f"{args.task}: EM {report['exact_match']:.2f} F1 {report['f1']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on {summary['splits']['select']})")
     print(f"wrote {args.out}")
+    if args.results:
+        from kalbert.bench.results import write_results
+        from kalbert.tasks.qa import qa_results
+
+        command = summary["command"] + " " + shlex.join(
+            ["--results", args.results] + (["--name", args.name] if args.name else [])
+            + (["--note", args.note] if args.note else []))
+        name = args.name or Path(args.model).resolve().name
+        write_results(args.results, qa_results(summary, name, command, args.note))
+        print(f"wrote {args.results}")
     return 0
 
 

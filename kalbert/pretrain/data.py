@@ -30,7 +30,7 @@ from kalbert.datasets import iter_documents, resolve_sources
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json, sha256_file
 from kalbert.pretrain.card import invocation, write_data_card
-from kalbert.pretrain.instances import Document, Instance, document_instances
+from kalbert.pretrain.instances import SINGLE_SENTENCE_MODES, Document, Instance, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
 from kalbert.pretrain.tokens import encode_sentences
 from kalbert.text import make_segmenter, normalize_text, split_sentences
@@ -59,6 +59,9 @@ class DataBuildConfig:
     """share of documents kept apart for evaluation (chosen by a hash of the document)"""
     max_documents: int = 0
     """read only the first N documents (0: all), for slices and quick runs"""
+    single_sentence: str = "random-b"
+    """SOP instances from a one-sentence chunk: "random-b" (ALBERT: B from another document, label 1) or
+    "split" (the sentence cut at a word start, so that every instance asks about order)"""
     seed: int = 12345
     """seed of the instance-building randomness"""
     processes: int = 0
@@ -86,6 +89,9 @@ def _validate(config: DataBuildConfig) -> None:
         raise KalbertError(f"--short-seq-prob {config.short_seq_prob} is not a probability")
     if not 0.0 <= config.heldout_fraction < 0.5:
         raise KalbertError(f"--heldout {config.heldout_fraction} is out of range", "use 0 to 0.5, e.g. 0.01")
+    if config.single_sentence not in SINGLE_SENTENCE_MODES:
+        raise KalbertError(f"--single-sentence {config.single_sentence!r} is unknown",
+                           f"use one of {', '.join(SINGLE_SENTENCE_MODES)}")
 
 
 # ------------------------------------------------------------------------------------------ workers
@@ -125,7 +131,8 @@ def _process_task(task: tuple[int, list[list[str]]]) -> tuple[dict[str, list[Ins
     for split in SPLITS:
         rng = random.Random(f"{config.seed}-{number}-{split}")
         instances[split] = [inst for i in range(len(documents[split])) for inst in document_instances(
-            documents[split], i, config.max_seq_length, config.short_seq_prob, rng, stats[split])]
+            documents[split], i, config.max_seq_length, config.short_seq_prob, rng, stats[split],
+            config.single_sentence)]
         stats[split]["instance_tokens"] += sum(len(inst.ids) for inst in instances[split])
         stats[split]["sop_label_1"] += sum(inst.label for inst in instances[split])
     return instances, stats

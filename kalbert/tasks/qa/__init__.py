@@ -3,7 +3,7 @@
 from kalbert.tasks.qa.features import Answer, align_normalized, label_window, make_windows, nbest_answers
 from kalbert.tasks.qa.metrics import qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, predict_qa
-from kalbert.tasks.qa.train import QA_TASKS, QATrainConfig, evaluate_qa, train_qa
+from kalbert.tasks.qa.train import QA_TASKS, QATrainConfig, evaluate_qa, qa_results, train_qa
 
 __all__ = [
     "QA_TASKS", "Answer", "QAModel", "QASettings", "QATrainConfig", "align_normalized", "evaluate_qa",

@@ -26,7 +26,7 @@ from kalbert import __version__
 from kalbert.datasets import QAExample, assert_trainable, get_spec, load_qa
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json, atomic_write_text
-from kalbert.tasks.finetune import adamw_with_warmup, check_albert
+from kalbert.tasks.finetune import adamw_with_warmup, bf16_autocast, check_albert
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, device, load_tokenizer, read_config, tensors
@@ -177,8 +177,9 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         for first in bar:
             chunk = [windows[i] for i in permutation[first : first + config.batch_size]]
             batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
-            loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
-                         end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
+            with bf16_autocast(model.device):
+                loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
+                             end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -221,6 +222,23 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         atomic_write_json(folder / "kalbert.json", summary)
         atomic_write_text(folder / "README.md", render_card(summary))
     return summary
+
+
+def qa_results(summary: dict[str, Any], model_name: str, command: str, note: str = ""):
+    """The run as a benchmark results file (exact match and F1), so `kalbert bench report` tables it."""
+    from kalbert.bench.results import ResultsFile, library_versions
+    from kalbert.bench.tasks import task_group, task_label
+
+    task, report = summary["task"], summary["report"]
+    common = {"task": task, "dataset": task, "split": report["split"], "lang": get_spec(task).lang,
+              "group": task_group(task), "label": task_label(task), "setting": "fine-tuned", "n": report["n"],
+              "n_split": report["n_split"], "selected_on": summary["splits"]["select"],
+              "trained_on": summary["splits"]["train"], "train_questions": summary["train_questions"],
+              "wall_seconds": summary["wall_seconds"]}
+    records = [{**common, "metric": metric, "value": report[metric]} for metric in ("exact_match", "f1")]
+    return ResultsFile(model=model_name, model_kind="kalbert", command=command, results=records,
+                       model_path=summary["config"]["model"], settings=summary["config"],
+                       wall_seconds=summary["wall_seconds"], note=note, versions=library_versions())
 
 
 def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows: int | None = None
