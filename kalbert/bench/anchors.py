@@ -20,7 +20,7 @@ class Anchor:
     model: str
     """the published model"""
     metric: str
-    """"spearman" (cosine Spearman x100) or "accuracy" (x100)"""
+    """"spearman" (cosine Spearman x100), "accuracy" or "f1" (x100)"""
     value: float
     source: str
     """URL of the model card or paper that reports it"""
@@ -32,6 +32,8 @@ _ALBERT_SBERT = "https://huggingface.co/bongsoo/albert-small-kor-sbert-v1.1"
 _E5 = "https://huggingface.co/intfloat/multilingual-e5-large"
 _TEXT2VEC = "https://github.com/shibing624/text2vec"
 _CLUE = "https://arxiv.org/abs/2004.05986"
+_KOBERT_KORQUAD = "https://github.com/monologg/KoBERT-KorQuAD"
+_ALBERT_ZH = "https://github.com/brightmart/albert_zh"
 
 ANCHORS: tuple[Anchor, ...] = (
     Anchor("korsts", "test", "ko-sroberta-multitask", "spearman", 85.60, _SROBERTA),
@@ -45,4 +47,8 @@ ANCHORS: tuple[Anchor, ...] = (
     Anchor("c3", "test", "ALBERT-tiny (fine-tuned)", "accuracy", 50.26, _CLUE),
     Anchor("c3", "test", "ALBERT-base (fine-tuned)", "accuracy", 59.58, _CLUE),
     Anchor("c3", "test", "BERT-base (fine-tuned)", "accuracy", 64.50, _CLUE),
+    Anchor("chid", "test", "ALBERT-tiny (fine-tuned on the full CHID train set)", "accuracy", 43.50, _CLUE),
+    Anchor("korquad", "dev", "KoBERT (fine-tuned on the 60k-question train set)", "f1", 80.27, _KOBERT_KORQUAD),
+    Anchor("cmrc2018", "dev", "albert_tiny_zh (fine-tuned on the 10k-question train set)", "f1", 73.95,
+           _ALBERT_ZH),
 )

@@ -25,7 +25,7 @@ from kalbert.io import atomic_write_bytes, atomic_write_text
 log = logging.getLogger(__name__)
 
 REPORT_COMMAND = "kalbert bench report benchmarks/results/*.json --out benchmarks/RESULTS.md"
-METRIC_ORDER = ("spearman", "pearson", "accuracy")
+METRIC_ORDER = ("spearman", "pearson", "accuracy", "f1", "exact_match")
 KIND_ORDER = ("kalbert", "baseline")
 MISSING = "-"
 

@@ -141,36 +141,38 @@ def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | 
         raise KalbertError(f"{path} is a damaged {FORMAT} file ({exc})", regenerate) from None
 
 
-def mc_results(summary: dict[str, Any], model_name: str, command: str, note: str = "") -> ResultsFile:
-    """A `kalbert mc train` summary as a results file, so `kalbert bench report` tables it beside sentence models."""
+def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, note: str,
+                       metrics: dict[str, float], extra: dict[str, Any]) -> ResultsFile:
+    """A fine-tuning summary (`kalbert mc train`, `kalbert qa train`) as a results file, one record per metric."""
     from kalbert.bench.tasks import task_group, task_label
     from kalbert.data import get_spec
 
     task, report = summary["task"], summary["report"]
-    record = {
-        "task": task,
-        "dataset": task,
-        "split": report["split"],
-        "lang": get_spec(task).lang,
-        "group": task_group(task),
-        "label": task_label(task),
-        "setting": "fine-tuned",
-        "metric": "accuracy",
-        "value": report["accuracy"],
-        "n": report["n"],
-        "n_split": report["n_split"],
-        "selected_on": summary["splits"]["select"],
-        "trained_on": summary["splits"]["train"],
-        "wall_seconds": summary["wall_seconds"],
-    }
+    common = {"task": task, "dataset": task, "split": report["split"], "lang": get_spec(task).lang,
+              "group": task_group(task), "label": task_label(task), "setting": "fine-tuned", "n": report["n"],
+              "n_split": report["n_split"], "selected_on": summary["splits"]["select"],
+              "trained_on": summary["splits"]["train"], **extra, "wall_seconds": summary["wall_seconds"]}
     return ResultsFile(
         model=model_name,
         model_kind="kalbert",
         command=command,
-        results=[record],
+        results=[{**common, "metric": metric, "value": value} for metric, value in metrics.items()],
         model_path=summary["config"]["model"],
         settings=summary["config"],
         wall_seconds=summary["wall_seconds"],
         note=note,
         versions=library_versions(),
     )
+
+
+def mc_results(summary: dict[str, Any], model_name: str, command: str, note: str = "") -> ResultsFile:
+    """A `kalbert mc train` summary as a results file, so `kalbert bench report` tables it beside sentence models."""
+    return _finetuned_results(summary, model_name, command, note, {"accuracy": summary["report"]["accuracy"]}, {})
+
+
+def qa_results(summary: dict[str, Any], model_name: str, command: str, note: str = "") -> ResultsFile:
+    """A `kalbert qa train` summary as a results file (exact match and F1) for `kalbert bench report`."""
+    report = summary["report"]
+    return _finetuned_results(summary, model_name, command, note,
+                              {"exact_match": report["exact_match"], "f1": report["f1"]},
+                              {"train_questions": summary["train_questions"]})

@@ -14,12 +14,15 @@ from kalbert.errors import KalbertError
 STS, PAIRS, MC = "sts", "pairs", "mc"
 
 # Report sections, in the order they appear in RESULTS.md.
-GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Multiple choice")
+GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Multiple choice",
+          "Multiple choice (fine-tuned)", "Extractive QA")
 
 METRIC_LABELS = {
     "spearman": "Spearman",
     "pearson": "Pearson",
     "accuracy": "Acc",
+    "f1": "F1",
+    "exact_match": "EM",
 }
 
 
@@ -104,15 +107,20 @@ FINETUNE_LABELS = {
     "xcopa-zh": "XCOPA zh",
 }
 
+# Extractive QA data sets fine-tuned by `kalbert qa train` (kalbert.tasks.qa).
+QA_LABELS = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018"}
+
 # Column order in reports: the tasks above, then the fine-tuning-only ones.
-TASK_ORDER = tuple(dict.fromkeys([*TASKS, *FINETUNE_LABELS]))
+TASK_ORDER = tuple(dict.fromkeys([*TASKS, *FINETUNE_LABELS, *QA_LABELS]))
 
 
 def task_label(name: str) -> str:
     """Display name of a benchmark or fine-tuning task."""
-    return TASKS[name].label if name in TASKS else FINETUNE_LABELS.get(name, name)
+    return TASKS[name].label if name in TASKS else {**FINETUNE_LABELS, **QA_LABELS}.get(name, name)
 
 
 def task_group(name: str) -> str:
     """Report section of a benchmark or fine-tuning task."""
-    return TASKS[name].group if name in TASKS else "Multiple choice"
+    if name in TASKS:
+        return TASKS[name].group
+    return "Extractive QA" if name in QA_LABELS else "Multiple choice (fine-tuned)"

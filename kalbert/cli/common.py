@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
-from kalbert.config import Setting, build_config, read_config_file, settings
+from kalbert.config import Setting, build_config, read_config_file, render_command, settings
 
 
 def add_verb(verbs, name: str, help: str, example: str, func) -> argparse.ArgumentParser:
@@ -82,3 +83,18 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+
+
+def add_results_arguments(parser: argparse.ArgumentParser) -> None:
+    """--results/--name/--note of the fine-tuning verbs, whose runs `kalbert bench report` tables."""
+    parser.add_argument("--results", help="also write a benchmark results JSON here (for `kalbert bench report`)")
+    parser.add_argument("--name", help="model name in reports (default: the --model folder name)")
+    parser.add_argument("--note", default="", help="caveat printed beside the result in reports")
+
+
+def results_command(verb: str, args: argparse.Namespace, config: Any) -> str:
+    """The command line that reproduces a fine-tuning run and its results file (defaults left out)."""
+    words = shlex.split(render_command(verb, config))
+    for flag, value in (("--results", args.results), ("--name", args.name), ("--note", args.note)):
+        words += [flag, value] if value else []
+    return shlex.join(words + (["--overwrite"] if args.overwrite else []))

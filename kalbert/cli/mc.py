@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
-from kalbert.config import render_command
+from kalbert.cli.common import (
+    add_config_arguments,
+    add_overwrite,
+    add_results_arguments,
+    add_verb,
+    config_from_args,
+    results_command,
+)
 
 HELP = "multiple choice: fine-tune ALBERT, predict"
 
@@ -28,9 +33,7 @@ def register(nouns) -> None:
         _train,
     )
     add_config_arguments(train, MCTrainConfig)
-    train.add_argument("--results", help="also write a benchmark results JSON here (for `kalbert bench report`)")
-    train.add_argument("--name", help="model name in reports (default: the --model folder name)")
-    train.add_argument("--note", default="", help="caveat printed beside the result in reports")
+    add_results_arguments(train)
     add_overwrite(train)
 
     predict = add_verb(
@@ -49,14 +52,6 @@ def register(nouns) -> None:
     predict.add_argument("--choices", required=True, nargs="+", help="two or more candidate answers")
 
 
-def _command(args: argparse.Namespace, config) -> str:
-    """The command line that reproduces this run (defaults left out)."""
-    words = shlex.split(render_command("kalbert mc train", config))
-    for flag, value in (("--results", args.results), ("--name", args.name), ("--note", args.note)):
-        words += [flag, value] if value else []
-    return shlex.join(words + (["--overwrite"] if args.overwrite else []))
-
-
 def _train(args: argparse.Namespace) -> int:
     from kalbert.bench.results import mc_results, write_results
     from kalbert.tasks import train_mc
@@ -73,7 +68,7 @@ def _train(args: argparse.Namespace) -> int:
     print(f"wrote {config.out}")
     if args.results:
         name = args.name or Path(config.model).resolve().name
-        write_results(args.results, mc_results(summary, name, _command(args, config), args.note))
+        write_results(args.results, mc_results(summary, name, results_command("kalbert mc train", args, config), args.note))
         print(f"wrote {args.results}")
     return 0
 

@@ -7,7 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.cli.common import (
+    add_config_arguments,
+    add_overwrite,
+    add_results_arguments,
+    add_verb,
+    config_from_args,
+    positive_int,
+    results_command,
+)
 from kalbert.errors import KalbertError
 
 HELP = "extractive QA: fine-tune ALBERT, predict, evaluate"
@@ -27,6 +35,7 @@ def register(nouns) -> None:
         _train,
     )
     add_config_arguments(train, QATrainConfig)
+    add_results_arguments(train)
     add_overwrite(train)
 
     predict = add_verb(
@@ -70,6 +79,13 @@ def _train(args: argparse.Namespace) -> int:
     print(f"{config.task}: EM {report['exact_match']:.2f} F1 {report['f1']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on {summary['splits']['select']})")
     print(f"wrote {config.out}")
+    if args.results:
+        from kalbert.bench.results import qa_results, write_results
+
+        name = args.name or Path(config.model).resolve().name
+        write_results(args.results, qa_results(summary, name, results_command("kalbert qa train", args, config),
+                                               args.note))
+        print(f"wrote {args.results}")
     return 0
 
 

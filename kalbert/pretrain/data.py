@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import get_args
 
 from tqdm.auto import tqdm
 
@@ -31,7 +32,7 @@ from kalbert.data import iter_documents, resolve_sources
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
 from kalbert.pretrain.card import write_data_card
-from kalbert.pretrain.instances import Document, Instance, document_instances
+from kalbert.pretrain.instances import Document, Instance, SingleSentence, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
 from kalbert.pretrain.tokens import encode_sentences
 from kalbert.text import make_segmenter, normalize_text, split_sentences
@@ -59,6 +60,9 @@ class DataBuildConfig:
     """share of documents kept apart for evaluation (chosen by a hash of the document)"""
     max_documents: int = 0
     """read only the first N documents (0: all), for slices and quick runs"""
+    single_sentence: SingleSentence = "random-b"
+    """SOP pair from a one-sentence chunk: "random-b" (ALBERT: B from another document, label 1) or "split"
+    (the sentence cut at a word start, so that every instance asks about order)"""
     seed: int = DEFAULT_SEED
     """seed of the instance-building randomness"""
     processes: int = 0
@@ -76,6 +80,9 @@ def _validate(config: DataBuildConfig) -> None:
         raise KalbertError(f"--short-seq-prob {config.short_seq_prob} is not a probability")
     if not 0.0 <= config.heldout_fraction < 0.5:
         raise KalbertError(f"--heldout-fraction {config.heldout_fraction} is out of range", "use 0 to 0.5, e.g. 0.01")
+    if config.single_sentence not in get_args(SingleSentence):
+        raise KalbertError(f"--single-sentence {config.single_sentence!r} is unknown",
+                           f"use one of {', '.join(get_args(SingleSentence))}")
 
 
 # ------------------------------------------------------------------------------------------ workers
@@ -115,7 +122,8 @@ def _process_task(task: tuple[int, list[list[str]]]) -> tuple[dict[str, list[Ins
     for split in SPLITS:
         rng = random.Random(f"{config.seed}-{number}-{split}")
         instances[split] = [inst for i in range(len(documents[split])) for inst in document_instances(
-            documents[split], i, config.max_seq_length, config.short_seq_prob, rng, stats[split])]
+            documents[split], i, config.max_seq_length, config.short_seq_prob, rng, stats[split],
+            config.single_sentence)]
         stats[split]["instance_tokens"] += sum(len(inst.ids) for inst in instances[split])
         stats[split]["sop_label_1"] += sum(inst.label for inst in instances[split])
     return instances, stats

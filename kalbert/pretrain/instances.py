@@ -5,7 +5,10 @@ Per document, sentences are accumulated into a chunk until it reaches a target l
 cut at a random sentence boundary into A and B; with p=0.5 the two are swapped (label 1), else
 kept in order (label 0). A chunk of a single sentence has no boundary to cut at: as in ALBERT, B is
 then a random stretch of another document and the label is 1 ("not in order"); such instances and
-the single-sentence documents that cause them are counted. Over-long pairs lose tokens one at a
+the single-sentence documents that cause them are counted. Corpora of one-line documents (reviews,
+titles) make these a large share, and SOP then degenerates into topic-shift detection with a
+majority label far from 0.5; ``single_sentence="split"`` instead cuts such a sentence at a random
+word start inside it, so every instance asks about order. Over-long pairs lose tokens one at a
 time from the longer segment, from its front or back at random.
 """
 
@@ -15,15 +18,19 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from kalbert.pretrain.tokens import WORD_START
 from kalbert.vocab.files import CLS_ID, SEP_ID
 
 Sentence = tuple[np.ndarray, np.ndarray]
 """Token ids (int32) and unit-start flags (uint8) of one sentence."""
 Document = list[Sentence]
 
+SingleSentence = Literal["random-b", "split"]
+"""How a one-sentence chunk becomes an SOP pair (see the module docstring)."""
 FLAGS_SPECIAL = np.uint8(3)  # special tokens open a unit of their own
 
 
@@ -83,8 +90,19 @@ def _random_b(documents: Sequence[Document], index: int, target: int, rng: rando
     return taken
 
 
+def _split_sentence(sentence: Sentence, rng: random.Random) -> list[Sentence] | None:
+    """A sentence cut in two at a random word start inside it (any token boundary if it has none)."""
+    ids, flags = sentence
+    if len(ids) < 2:
+        return None
+    inside = np.flatnonzero(flags[1:] & WORD_START) + 1
+    cut = int(rng.choice(inside)) if len(inside) else rng.randint(1, len(ids) - 1)
+    return [(ids[:cut], flags[:cut]), (ids[cut:], flags[cut:])]
+
+
 def document_instances(documents: Sequence[Document], index: int, max_seq_length: int, short_seq_prob: float,
-                       rng: random.Random, stats: Counter) -> list[Instance]:
+                       rng: random.Random, stats: Counter, single_sentence: SingleSentence = "random-b"
+                       ) -> list[Instance]:
     """The SOP instances of ``documents[index]``; ``documents`` supplies random B segments."""
     document = documents[index]
     max_tokens = max_seq_length - 3
@@ -99,6 +117,15 @@ def document_instances(documents: Sequence[Document], index: int, max_seq_length
         chunk.append(document[i])
         length += len(document[i][0])
         if i == len(document) - 1 or length >= target:
+            if len(chunk) == 1 and single_sentence == "split":
+                halves = _split_sentence(chunk[0], rng)
+                if halves is None:
+                    stats["unsplittable_sentences"] += 1
+                    chunk, length = [], 0
+                    i += 1
+                    continue
+                chunk = halves
+                stats["split_sentence_instances"] += 1
             cut = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             a_part = chunk[:cut]
             if len(chunk) == 1:

@@ -26,7 +26,7 @@ from kalbert.config import DEFAULT_SEED
 from kalbert.data import BLANK, MCExample, assert_trainable, load_mc
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, refuse_existing_output
-from kalbert.tasks.finetune import check_albert
+from kalbert.tasks.finetune import bf16_autocast, check_albert
 from kalbert.training import BestCheckpoint, adamw, linear_warmup
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig
 
     model.eval()
     correct = 0
-    with torch.no_grad():
+    with torch.no_grad(), bf16_autocast(model.device):
         for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
             chunk = examples[start : start + config.batch_size]
             logits = model(**_batch(tokenizer, chunk, config.max_seq_length)).logits
@@ -186,7 +186,8 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         for start in bar:
             chunk = [train[i] for i in permutation[start : start + config.batch_size]]
             labels = torch.tensor([e.label for e in chunk])
-            loss = model(**_batch(tokenizer, chunk, config.max_seq_length), labels=labels).loss
+            with bf16_autocast(model.device):
+                loss = model(**_batch(tokenizer, chunk, config.max_seq_length), labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()

@@ -71,3 +71,29 @@ def test_bad_inputs_are_one_line_errors(tmp_path, ko_vocab, ko_data):
     (other / "spiece.model").write_bytes((ko_vocab / "spiece.model").read_bytes() + b"x")
     with pytest.raises(KalbertError, match="does not match"):
         PretrainingData.open(ko_data).check_vocab(other)
+
+
+def test_split_mode_turns_one_sentence_chunks_into_order_questions():
+    import random
+    from collections import Counter
+
+    from kalbert.pretrain.instances import CLS_ID, SEP_ID, document_instances
+
+    def sentence(n: int, start: int) -> tuple[np.ndarray, np.ndarray]:
+        flags = np.array([WORD_START if i % 2 == 0 else MORPHEME_START for i in range(n)], dtype=np.uint8)
+        return np.arange(start, start + n, dtype=np.int32), flags
+
+    documents = [[sentence(6, 100 + 10 * d)] for d in range(40)] + [[sentence(1, 999)]]
+    stats: Counter = Counter()
+    rng = random.Random(0)
+    instances = [inst for i in range(len(documents))
+                 for inst in document_instances(documents, i, 32, 0.0, rng, stats, single_sentence="split")]
+    assert stats["random_b_instances"] == 0 and stats["unsplittable_sentences"] == 1
+    assert stats["split_sentence_instances"] == len(instances) == 40
+    for inst in instances:  # both halves come from the same sentence, cut at a word start
+        a, b = inst.ids[1:1 + inst.length_a], inst.ids[2 + inst.length_a:-1]
+        assert inst.ids[0] == CLS_ID and inst.ids[1 + inst.length_a] == SEP_ID
+        first, second = (b, a) if inst.label else (a, b)
+        assert np.array_equal(np.concatenate([first, second]), np.arange(first[0], first[0] + 6))
+        assert (first[0] - 100) % 10 == 0 and (second[0] - first[0]) % 2 == 0
+    assert 10 < sum(inst.label for inst in instances) < 30

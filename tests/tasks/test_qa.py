@@ -233,9 +233,21 @@ def qa_model(tiny_albert, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("qa") / "korquad"
     argv = ["qa", "train", "--model", str(tiny_albert), "--task", "korquad", "--out", str(out), "--epochs", "1",
             "--batch-size", "8", "--lr", "1e-3", "--max-seq-length", "128", "--doc-stride", "32", "--max-rows", "40",
-            "--max-eval-rows", "8"]
+            "--max-eval-rows", "8", "--results", str(out.parent / "qa_korquad_tiny.json"), "--name", "tiny"]
     assert main(argv) == 0
     return out
+
+
+def test_results_file_makes_an_extractive_qa_table(qa_model, tmp_path):
+    from kalbert.bench.report import write_report
+
+    results = qa_model.parent / "qa_korquad_tiny.json"
+    meta = json.loads(results.read_text(encoding="utf-8"))
+    assert {r["metric"] for r in meta["results"]} == {"exact_match", "f1"} and "--results" in meta["command"]
+    write_report([results], tmp_path / "RESULTS.md")
+    text = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
+    assert "## Extractive QA" in text and "KorQuAD 1.0 test F1" in text and "KorQuAD 1.0 test EM" in text
+    assert "| tiny | kalbert | fine-tuned |" in text
 
 
 def test_train_writes_a_qa_folder(qa_model, capsys):

@@ -10,6 +10,7 @@ from typing import Any
 
 from kalbert.artifact import read_meta
 from kalbert.errors import KalbertError
+from kalbert.tasks.finetune import bf16_autocast
 from kalbert.tasks.qa.features import Answer, Window, choose_answer, make_windows, nbest_answers
 
 
@@ -72,7 +73,7 @@ def window_logits(model, windows: Sequence[Window], pad_id: int, batch_size: int
     ends: list[list[float]] = []
     model.eval()
     at = next(model.parameters()).device
-    with torch.no_grad():
+    with torch.no_grad(), bf16_autocast(at):
         for first in range(0, len(windows), batch_size):
             batch = tensors(windows[first : first + batch_size], pad_id)
             out = model(**{k: v.to(at) for k, v in batch.items()})

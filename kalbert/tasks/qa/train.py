@@ -27,7 +27,7 @@ from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import QAExample, assert_trainable, get_spec, load_qa
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output
-from kalbert.tasks.finetune import check_albert
+from kalbert.tasks.finetune import bf16_autocast, check_albert
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, device, load_tokenizer, read_config, tensors
@@ -172,8 +172,9 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         for first in bar:
             chunk = [windows[i] for i in permutation[first : first + config.batch_size]]
             batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
-            loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
-                         end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
+            with bf16_autocast(model.device):
+                loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
+                             end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
