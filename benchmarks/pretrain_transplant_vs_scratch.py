@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kalbert.io import atomic_write_bytes, atomic_write_json, atomic_write_text
-from kalbert.pretrain.curves import METRICS, read_metrics
+from kalbert.io import atomic_write_json, atomic_write_text
+from kalbert.pretrain.curves import METRICS, read_metrics, save_panels
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.masking import MaskingConfig, collate
 from kalbert.pretrain.objective import PretrainingObjective
@@ -75,7 +75,7 @@ def _score(run: Path, data: PretrainingData, indices: list[int], batch_size: int
     for first in range(0, len(indices), batch_size):
         part = indices[first : first + batch_size]
         batch = collate([heldout[i] for i in part], part, (config["seed"], EVAL_STREAM, 0), masking, data.vocab_size)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config["bf16"]):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(config["bf16"])):
             out = objective(**batch)
         sums += [float(out["mlm_correct"]), float(out["masked"]), float(out.get("sop_correct", 0)), len(part)]
     return {"instances": len(indices), "mlm_accuracy": sums[0] / max(sums[1], 1),
@@ -89,8 +89,6 @@ def _majority(labels: list[int]) -> float:
 
 
 def _plot(curves: dict[str, list[dict]], majority: float, png: Path, title: str) -> None:
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -104,15 +102,7 @@ def _plot(curves: dict[str, list[dict]], majority: float, png: Path, title: str)
     sop.axhline(majority, color="grey", ls="--", lw=1, label="majority label")
     mlm.set(xlabel="training tokens (M)", ylabel="accuracy", title="held-out MLM accuracy", ylim=(0, 1))
     sop.set(xlabel="training tokens (M)", ylabel="accuracy", title="held-out SOP accuracy", ylim=(0, 1))
-    for axis in (mlm, sop):
-        axis.grid(alpha=0.3)
-        axis.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(png, buffer.getvalue())
+    save_panels(fig, (mlm, sop), title, png)
 
 
 def _heldout_with_tokens(run: Path) -> list[dict]:

@@ -68,7 +68,8 @@ def _train(args: argparse.Namespace) -> int:
     print(f"wrote {config.out}")
     if args.results:
         name = args.name or Path(config.model).resolve().name
-        write_results(args.results, mc_results(summary, name, results_command("kalbert mc train", args, config), args.note))
+        command = results_command("kalbert mc train", args, config)
+        write_results(args.results, mc_results(summary, name, command, args.note))
         print(f"wrote {args.results}")
     return 0
 

@@ -48,7 +48,14 @@ def plot_curves(records: list[dict], png: Path, title: str) -> None:
             right.plot([r["step"] for r in held], [r["sop_accuracy"] for r in held], "s-", label="SOP accuracy", ms=3)
     left.set(xlabel="step", ylabel="loss (MLM + SOP)", title="loss")
     right.set(xlabel="step", ylabel="accuracy", title="held-out accuracy", ylim=(0, 1))
-    for axis in (left, right):
+    save_panels(fig, (left, right), title, png)
+
+
+def save_panels(fig, axes, title: str, png: Path) -> None:
+    """Grid, legends and title on side-by-side curve panels, then the PNG written atomically."""
+    import matplotlib.pyplot as plt
+
+    for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend()
     fig.suptitle(title)

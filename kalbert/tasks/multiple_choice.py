@@ -115,19 +115,22 @@ def _load(path: Path):
     return tokenizer, model
 
 
-def _batch(tokenizer, examples: Sequence[MCExample], max_length: int) -> dict[str, Any]:
-    """Tokenized [batch, choices, length] tensors (choices per example must agree)."""
-    pairs = [pair for example in examples for pair in format_choices(example)]
-    n_choices = len(examples[0].choices)
-    encoded = tokenizer(
-        [a for a, _ in pairs],
-        [b for _, b in pairs],
-        truncation="longest_first",
-        max_length=max_length,
-        padding=True,
-        return_tensors="pt",
-    )
-    return {key: value.view(len(examples), n_choices, -1) for key, value in encoded.items()}
+def _choice_logits(model, tokenizer, examples: Sequence[MCExample], max_length: int):
+    """[batch, choices] float logits; examples with fewer choices (C3 has 2 to 4) are padded with empty
+    choices whose logits are -inf, so they are never picked and take no probability."""
+    import torch
+
+    width = max(len(example.choices) for example in examples)
+    pairs, valid = [], []
+    for example in examples:
+        own = format_choices(example)
+        pairs += own + [(own[0][0], "")] * (width - len(own))
+        valid.append([True] * len(own) + [False] * (width - len(own)))
+    encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first",
+                        max_length=max_length, padding=True, return_tensors="pt")
+    inputs = {key: value.view(len(examples), width, -1).to(model.device) for key, value in encoded.items()}
+    logits = model(**inputs).logits.float()
+    return logits.masked_fill(~torch.tensor(valid, device=logits.device), float("-inf"))
 
 
 def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig, desc: str) -> float:
@@ -138,7 +141,7 @@ def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig
     with torch.no_grad(), bf16_autocast(model.device):
         for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
             chunk = examples[start : start + config.batch_size]
-            logits = model(**_batch(tokenizer, chunk, config.max_seq_length)).logits
+            logits = _choice_logits(model, tokenizer, chunk, config.max_seq_length)
             correct += sum(int(p) == e.label for p, e in zip(logits.argmax(-1), chunk, strict=True))
     return 100.0 * correct / len(examples)
 
@@ -187,7 +190,8 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
             chunk = [train[i] for i in permutation[start : start + config.batch_size]]
             labels = torch.tensor([e.label for e in chunk])
             with bf16_autocast(model.device):
-                loss = model(**_batch(tokenizer, chunk, config.max_seq_length), labels=labels).loss
+                loss = torch.nn.functional.cross_entropy(
+                    _choice_logits(model, tokenizer, chunk, config.max_seq_length), labels)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -245,5 +249,5 @@ def predict_mc(
     model.eval()
     example = MCExample(context, question, tuple(choices), 0, "input")
     with torch.no_grad():
-        logits = model(**_batch(tokenizer, [example], max_seq_length)).logits[0]
+        logits = _choice_logits(model, tokenizer, [example], max_seq_length)[0]
     return torch.softmax(logits, dim=-1).tolist()

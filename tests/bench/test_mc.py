@@ -137,3 +137,21 @@ def test_a_model_that_is_not_albert_is_refused(tmp_path, capsys):
     assert "not an ALBERT" in capsys.readouterr().err
     assert main(["mc", "predict", "--model", str(tmp_path / "x"), "--context", "c", "--choices", "a", "b"]) == 2
     assert "no config.json" in capsys.readouterr().err
+
+
+def test_examples_with_fewer_choices_never_pick_the_padding(tiny_albert):
+    """C3 mixes 2- to 4-choice questions in one batch: padded choices get -inf and no probability."""
+    import torch
+    from transformers import AlbertForMultipleChoice, AutoTokenizer
+
+    from kalbert.tasks.multiple_choice import _choice_logits
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_albert))
+    model = AlbertForMultipleChoice.from_pretrained(str(tiny_albert)).eval()
+    examples = [MCExample("문장.", "질문?", ("가", "나"), 1, "a"),
+                MCExample("문장.", "질문?", ("가", "나", "다", "라"), 3, "b")]
+    with torch.no_grad():
+        logits = _choice_logits(model, tokenizer, examples, 32)
+    assert logits.shape == (2, 4) and torch.isinf(logits[0, 2:]).all() and torch.isfinite(logits[1]).all()
+    loss = torch.nn.functional.cross_entropy(logits, torch.tensor([1, 3]))
+    assert torch.isfinite(loss) and torch.softmax(logits, -1)[0, 2:].sum() == 0

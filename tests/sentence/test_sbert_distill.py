@@ -5,7 +5,6 @@ their own teacher vectors; teachers that cannot read the data are refused."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import torch
@@ -90,13 +89,11 @@ def test_corpus_distillation_learns_teacher_vectors_of_monolingual_sentences(tin
 
 
 def test_real_minilm_teacher(tiny_sbert, tiny_data, tmp_path):
-    started = time.perf_counter()
     config = DistillConfig(student=str(tiny_sbert), parallel=["tatoeba-en-ko"], out=str(tmp_path / "kd"),
                            dev_rows=50, max_rows=150, cache_dir=str(tmp_path / "cache"), loop=QUICK)
     result = distill_student(config)
     assert load_sentence_model(result.out).get_embedding_dimension() == 32
     assert "en-ko_similarity_spearman" in result.metrics
-    assert time.perf_counter() - started < 60
 
 
 def _tsv(path, header, rows):
