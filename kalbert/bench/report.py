@@ -88,9 +88,15 @@ def _md_cell(text: str) -> str:
 
 def _group_columns(table: _Table) -> dict[str, list[Column]]:
     groups: dict[str, set[Column]] = defaultdict(set)
-    for _, column in table.values:
-        groups[task_group(column[0])].add(column)
+    for row, column in table.values:
+        groups[task_group(column[0], row[2])].add(column)
     return {group: sorted(groups[group], key=_column_key) for group in _ordered_groups(groups)}
+
+
+def _group_rows(group: str, columns: list[Column], table: _Table) -> list[Row]:
+    """The rows with a value in the group: zero-shot and fine-tuned results of one task sit in different groups."""
+    return sorted({row for row, column in table.values
+                   if column in columns and task_group(column[0], row[2]) == group}, key=_row_key)
 
 
 def _ordered_groups(groups: Iterable[str]) -> list[str]:
@@ -114,7 +120,7 @@ def _split_note(table: _Table, task: str, split: str) -> str:
 
 
 def _group_markdown(group: str, columns: list[Column], table: _Table, png_name: str) -> list[str]:
-    rows = sorted({row for row, column in table.values if column in columns}, key=_row_key)
+    rows = _group_rows(group, columns, table)
     splits = dict.fromkeys(column[:2] for column in columns)
     sizes = "; ".join(_split_note(table, task, split) for task, split in splits)
     header = ["Model", "Kind", "Setting"] + [
@@ -194,7 +200,7 @@ def _chart(group: str, columns: list[Column], table: _Table) -> bytes:
     from matplotlib.figure import Figure
 
     # one colour per model across the group's panels; published anchors are hatched grey
-    rows = sorted({row for row, column in table.values if column in columns}, key=_row_key)
+    rows = _group_rows(group, columns, table)
     colour_of = {row: f"C{i % 10}" for i, row in enumerate(rows)}
     panels = []
     for task, split, metric in _primary(columns):

@@ -149,8 +149,8 @@ def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, n
 
     task, report = summary["task"], summary["report"]
     common = {"task": task, "dataset": task, "split": report["split"], "lang": get_spec(task).lang,
-              "group": task_group(task), "label": task_label(task), "setting": "fine-tuned", "n": report["n"],
-              "n_split": report["n_split"], "selected_on": summary["splits"]["select"],
+              "group": task_group(task, "fine-tuned"), "label": task_label(task), "setting": "fine-tuned",
+              "n": report["n"], "n_split": report["n_split"], "selected_on": summary["splits"]["select"],
               "trained_on": summary["splits"]["train"], **extra, "wall_seconds": summary["wall_seconds"]}
     return ResultsFile(
         model=model_name,

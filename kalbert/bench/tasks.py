@@ -119,8 +119,10 @@ def task_label(name: str) -> str:
     return TASKS[name].label if name in TASKS else {**FINETUNE_LABELS, **QA_LABELS}.get(name, name)
 
 
-def task_group(name: str) -> str:
-    """Report section of a benchmark or fine-tuning task."""
-    if name in TASKS:
+def task_group(name: str, setting: str = "") -> str:
+    """Report section of a benchmark task, or of a fine-tuning task (``setting`` "fine-tuned")."""
+    if name in QA_LABELS:
+        return "Extractive QA"
+    if name in TASKS and setting != "fine-tuned":
         return TASKS[name].group
-    return "Extractive QA" if name in QA_LABELS else "Multiple choice (fine-tuned)"
+    return "Multiple choice (fine-tuned)"

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from kalbert.errors import KalbertError
-from kalbert.pretrain.shards import Example
+from kalbert.pretrain.instances import Instance
 from kalbert.pretrain.tokens import MORPHEME_START, WORD_START
 from kalbert.vocab.files import MASK_ID, PAD_ID, SPECIAL_TOKENS
 
@@ -109,7 +109,7 @@ def mask_instance(ids: np.ndarray, flags: np.ndarray, config: MaskingConfig, voc
     return masked, labels
 
 
-def collate(examples: list[Example], indices: list[int], mask_key: tuple[int, ...], config: MaskingConfig,
+def collate(examples: list[Instance], indices: list[int], mask_key: tuple[int, ...], config: MaskingConfig,
             vocab_size: int) -> dict[str, torch.Tensor]:
     """Pad ``examples`` to the longest and mask each from the seed ``(*mask_key, index)``; a batch of tensors.
 

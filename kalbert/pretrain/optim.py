@@ -11,6 +11,7 @@ import torch
 from torch.optim.lr_scheduler import LambdaLR
 
 from kalbert.errors import KalbertError
+from kalbert.training import decay_split
 
 OPTIMIZERS = ("lamb", "adamw")
 
@@ -64,10 +65,7 @@ class Lamb(torch.optim.Optimizer):
 
 def make_optimizer(model: torch.nn.Module, name: str, lr: float, weight_decay: float) -> torch.optim.Optimizer:
     """LAMB or AdamW over ``model``'s parameters; 1-D ones (biases, LayerNorms) get no decay (nor adaptation)."""
-    decay, no_decay = [], []
-    for param in model.parameters():  # tied weights appear once
-        if param.requires_grad:
-            (no_decay if param.ndim < 2 else decay).append(param)
+    decay, no_decay = decay_split(p for p in model.parameters() if p.requires_grad)  # tied weights appear once
     if name == "lamb":
         return Lamb([{"params": decay, "weight_decay": weight_decay, "adapt": True},
                      {"params": no_decay, "weight_decay": 0.0, "adapt": False}], lr=lr)

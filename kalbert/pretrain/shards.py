@@ -10,7 +10,6 @@ process touches only the instances it samples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -67,16 +66,6 @@ class ShardWriter:
                             "tokens": int(lengths.sum())})
 
 
-@dataclass
-class Example:
-    """One stored instance as training reads it."""
-
-    ids: np.ndarray
-    flags: np.ndarray
-    length_a: int
-    label: int
-
-
 class InstanceSet:
     """The instances of one split across its shards, memory-mapped, addressed by a global index."""
 
@@ -100,9 +89,9 @@ class InstanceSet:
     def __len__(self) -> int:
         return int(self._starts[-1])
 
-    def __getitem__(self, i: int) -> Example:
+    def __getitem__(self, i: int) -> Instance:
         shard = int(np.searchsorted(self._starts, i, side="right")) - 1
         offset, length, length_a, label = (int(v) for v in self._index[shard][i - self._starts[shard]])
         ids = np.asarray(self._ids[shard][offset:offset + length], dtype=np.int64)
         flags = np.asarray(self._flags[shard][offset:offset + length])
-        return Example(ids, flags, length_a, label)
+        return Instance(ids, flags, length_a, label)

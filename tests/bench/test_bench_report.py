@@ -47,7 +47,7 @@ def _files(folder: Path) -> list[Path]:
         "kalbert bench run --model m",
         [
             _record("korsts", "test", "Korean STS", "KorSTS", "spearman", None, 1379),
-            _record("c3", "test", "Multiple choice", "C3", "accuracy", 30.5, 100, setting="fine-tuned"),
+            _record("c3", "test", "Multiple choice (fine-tuned)", "C3", "accuracy", 30.5, 100, setting="fine-tuned"),
         ],
         wall_seconds=99.0,
         note="random init",
@@ -64,7 +64,7 @@ def test_report_is_byte_stable_and_complete(tmp_path):
         "RESULTS.md",
         "RESULTS-korean-sts.png",
         "RESULTS-chinese-pair-classification.png",
-        "RESULTS-multiple-choice.png",
+        "RESULTS-multiple-choice-fine-tuned.png",
     ]
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name

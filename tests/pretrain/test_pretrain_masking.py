@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kalbert.errors import KalbertError
+from kalbert.pretrain.instances import Instance
 from kalbert.pretrain.masking import IGNORE, MASK_ID, MaskingConfig, collate, mask_instance
-from kalbert.pretrain.shards import Example
 from kalbert.pretrain.tokens import MORPHEME_START, WORD_START
 
 VOCAB = 1000
@@ -86,7 +86,7 @@ def test_whole_units_are_masked_together(unit, bit, size):
 def test_max_predictions_padding_and_determinism():
     config = MaskingConfig(max_predictions=5)
     rng = np.random.default_rng(3)
-    examples = [Example(*_instance(rng, length=n), length_a=n // 2 - 1, label=n % 2) for n in (40, 64, 20)]
+    examples = [Instance(*_instance(rng, length=n), length_a=n // 2 - 1, label=n % 2) for n in (40, 64, 20)]
     batch = collate(examples, [7, 8, 9], (42, 0, 0), config, VOCAB)
     again = collate(examples, [7, 8, 9], (42, 0, 0), config, VOCAB)
     other_epoch = collate(examples, [7, 8, 9], (42, 0, 1), config, VOCAB)
