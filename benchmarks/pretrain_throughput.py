@@ -13,13 +13,21 @@ kalbert_{fp32,bf16}_padded
                       ``Trainer.train_step`` with one instance per padded row (``pack=False``), as kalbert
                       trained before packing: MLM head at masked positions only, n-gram masking, LAMB.
 kalbert_{fp32,bf16}   the same with the defaults: short instances packed into shared rows.
+kalbert_bf16_eager    packed bf16 with HF's eager attention (matmul, softmax, matmul: ``attention="eager"``)
+                      in place of PyTorch's fused SDPA kernel, whose CPU backward is slow at small head sizes.
+kalbert_bf16_compiled, kalbert_bf16_eager_compiled
+                      kalbert_bf16 and kalbert_bf16_eager under ``torch.compile`` (``compile=True``). They compile
+                      in their warmup steps (at least one); the seconds that took, dynamo's own account of
+                      forward and backward compilation, are reported apart, and so is any compilation that
+                      falls in the timed steps.
 
 Tokens/s and tokens per CPU-second count real (non-padding) tokens; the padding share is the part of
 the computed positions that is padding. Model FLOP utilisation (MFU) divides each recipe's own matmul
 FLOPs (3x forward, over padded positions) by a peak measured here with a large matmul. On a shared
 machine, tokens per CPU-second compare the recipes more fairly than wall time; the recipes are timed
 in interleaved rounds so that other load falls on all of them alike. A torch.profiler pass over a few
-bf16 steps then splits the step's time into matmuls, attention and everything else, per op.
+bf16 steps then splits the step's time into matmuls, attention (SDPA, or eager attention's softmax; its
+matmuls count as matmuls), inductor's fused kernels (compiled recipes) and everything else, per op.
 Results go to ``--results``/pretrain_throughput.{json,md}.
 """
 
@@ -47,10 +55,15 @@ from kalbert.pretrain.trainer import Trainer
 RESULTS = Path(__file__).parent / "results"
 NAME = "pretrain_throughput"
 MATMUL_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
-KALBERT_RECIPES = {  # name: (bf16, pack)
-    "kalbert_fp32_padded": (False, False), "kalbert_fp32": (False, True),
-    "kalbert_bf16_padded": (True, False), "kalbert_bf16": (True, True),
+KALBERT_RECIPES = {  # name: (bf16, pack, attention, compile)
+    "kalbert_fp32_padded": (False, False, "sdpa", False), "kalbert_fp32": (False, True, "sdpa", False),
+    "kalbert_bf16_padded": (True, False, "sdpa", False), "kalbert_bf16": (True, True, "sdpa", False),
+    "kalbert_bf16_eager": (True, True, "eager", False), "kalbert_bf16_compiled": (True, True, "sdpa", True),
+    "kalbert_bf16_eager_compiled": (True, True, "eager", True),
 }
+COMPILED_OP = "inductor's fused kernels (all compiled graphs)"
+PROFILED = ("kalbert_bf16_padded", "kalbert_bf16", "kalbert_bf16_eager", "kalbert_bf16_compiled",
+            "kalbert_bf16_eager_compiled")
 
 
 def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
@@ -63,6 +76,11 @@ def matmul_peak(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> floa
         a @ b
         best = min(best, time.perf_counter() - start)
     return 2 * size**3 / best / 1e9
+
+
+def compile_seconds() -> float:
+    """Seconds torch.compile has spent so far in this process (dynamo's account: frames and their backward)."""
+    return torch._dynamo.utils.calculate_time_spent().get("total_wall_time", 0.0)
 
 
 def forward_flops(config, rows: int, width: int, head_positions: int) -> float:
@@ -143,53 +161,78 @@ class KalbertRecipe:
         totals.add(seconds, cpu, flops, int(sums["tokens"]), int(sums["positions"]))
 
 
-def make_trainer(data: str, preset: str, bf16: bool, pack: bool, batch_size: int, out: Path) -> Trainer:
+def make_trainer(data: str, preset: str, bf16: bool, pack: bool, attention: str, compiled: bool, batch_size: int,
+                 out: Path) -> Trainer:
     config = PretrainConfig(data=data, out=str(out), model=ModelConfig(preset=preset), batch_size=batch_size,
-                            max_steps=100_000, bf16=bf16, pack=pack, tensorboard=False)
+                            max_steps=100_000, bf16=bf16, pack=pack, attention=attention, compile=compiled,
+                            tensorboard=False)
     return Trainer(config, setup_distributed(), overwrite=True)
 
 
 def profile_steps(trainer: Trainer, steps: range, top: int) -> dict:
-    """Self CPU time of the ops over ``steps``: shares of matmul / attention / other, and the ``top`` ops."""
+    """Self CPU time of the ops over ``steps``: shares of matmul / attention / compiled / other, and the ``top`` ops.
+
+    Under torch.compile, the fused kernels of each compiled graph show as one record (its self time); they are
+    summed into one op, the "compiled" group (whatever they fused: softmax, GELU, LayerNorm, ...).
+    """
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for step in steps:
             trainer.step = step - 1
             trainer.train_step(lambda: False)
-    ops = sorted(((e.key, e.self_cpu_time_total / 1e6, e.count) for e in prof.key_averages()), key=lambda o: -o[1])
+    merged: dict[str, list[float]] = {}
+    for event in prof.key_averages():
+        name = COMPILED_OP if event.key.startswith("## Call CompiledFxGraph") else event.key
+        seconds_count = merged.setdefault(name, [0.0, 0])
+        seconds_count[0] += event.self_cpu_time_total / 1e6
+        seconds_count[1] += event.count
+    ops = sorted(((name, seconds, count) for name, (seconds, count) in merged.items()), key=lambda o: -o[1])
     total = sum(seconds for _, seconds, _ in ops)
 
     def group(name: str) -> str:
         if name in MATMUL_OPS:
             return "matmul"
-        return "attention" if "scaled_dot_product" in name or "flash_attention" in name else "other"
+        if name == COMPILED_OP:
+            return "compiled"
+        softmax = "softmax" in name and "log_softmax" not in name  # eager attention's (log_softmax: the MLM loss's)
+        return "attention" if "scaled_dot_product" in name or "flash_attention" in name or softmax else "other"
 
-    shares = {g: sum(s for name, s, _ in ops if group(name) == g) / total for g in ("matmul", "attention", "other")}
+    groups = ("matmul", "attention", "compiled", "other") if COMPILED_OP in merged else ("matmul", "attention", "other")
+    shares = {g: sum(s for name, s, _ in ops if group(name) == g) / total for g in groups}
     return {"seconds_per_step": total / len(steps), "shares": shares,
             "top_ops": [{"op": name, "group": group(name), "seconds_per_step": s / len(steps), "share": s / total,
                          "calls_per_step": count / len(steps)} for name, s, count in ops[:top]]}
 
 
 def bench_preset(args: argparse.Namespace, preset: str, peaks: dict[str, float], tmp: Path) -> dict:
-    trainers = {name: make_trainer(args.data, preset, bf16, pack, args.batch_size, tmp / f"{preset}-{name}")
-                for name, (bf16, pack) in KALBERT_RECIPES.items()}
+    trainers = {name: make_trainer(args.data, preset, *settings, args.batch_size, tmp / f"{preset}-{name}")
+                for name, settings in KALBERT_RECIPES.items()}
     recipes: dict[str, Callable[[int, Totals], None]] = {"usual_fp32": UsualRecipe(trainers["kalbert_fp32"])}
     recipes |= {name: KalbertRecipe(trainer) for name, trainer in trainers.items()}
+    compiled = [name for name, trainer in trainers.items() if trainer.config.compile]
+    compiling = {name: {"warmup_s": 0.0, "timed_s": 0.0} for name in compiled}
     totals = {name: Totals() for name in recipes}
-    for recipe in recipes.values():
-        for step in range(1, args.warmup + 1):
+    for name, recipe in recipes.items():
+        before = compile_seconds()
+        for step in range(1, (max(args.warmup, 1) if name in compiled else args.warmup) + 1):
             recipe(step, Totals())
+        if name in compiled:
+            compiling[name]["warmup_s"] = compile_seconds() - before
     for r in range(args.rounds):  # interleaved, so that load from other jobs falls on every recipe alike
         first = args.warmup + 1 + r * args.steps
         for name, recipe in recipes.items():
+            before = compile_seconds()
             for step in range(first, first + args.steps):
                 recipe(step, totals[name])
+            if name in compiled:  # a recompilation (new shapes) would count in the timings: say so
+                compiling[name]["timed_s"] += compile_seconds() - before
     rows = {name: t.row(peaks["bf16" if "bf16" in name else "fp32"]) for name, t in totals.items()}
     after = args.warmup + args.rounds * args.steps + 1
     profiled = {name: profile_steps(trainers[name], range(after, after + args.profile_steps), args.top_ops)
-                for name in ("kalbert_bf16_padded", "kalbert_bf16")} if args.profile_steps else {}
+                for name in PROFILED} if args.profile_steps else {}
     usual = rows["usual_fp32"]
     return {
-        "model": describe(trainers["kalbert_fp32"].model.config), "recipes": rows, "profile_bf16": profiled,
+        "model": describe(trainers["kalbert_fp32"].model.config), "recipes": rows, "compile_seconds": compiling,
+        "profile_bf16": profiled,
         "vs_usual": {name: {"tokens_per_s": row["tokens_per_s"] / usual["tokens_per_s"],
                             "tokens_per_cpu_s": row["tokens_per_cpu_s"] / usual["tokens_per_cpu_s"]}
                      for name, row in rows.items() if name != "usual_fp32"},
@@ -212,11 +255,16 @@ def markdown(report: dict) -> str:
             lines.append(f"| {name} | {row['tokens_per_s']:,.0f} | {row['tokens_per_cpu_s']:,.0f} | "
                          f"{100 * row['padding_share']:.0f}% | {row['seconds_per_step']:.2f} | "
                          f"{row['gflops_per_s']:.1f} | {100 * row['mfu']:.0f}% | {versus} |")
+        if result["compile_seconds"]:
+            spent = "; ".join(f"{name} {c['warmup_s']:.0f} s" + (f" (and {c['timed_s']:.0f} s in the timed steps, "
+                                                                  "which count in its row)" if c["timed_s"] else "")
+                              for name, c in result["compile_seconds"].items())
+            lines += ["", f"torch.compile time, spent in the untimed warmup steps: {spent}."]
         for name, prof in result["profile_bf16"].items():
             shares = ", ".join(f"{group} {100 * share:.0f}%" for group, share in prof["shares"].items())
             lines += ["", f"Where a {name} step's time goes (torch.profiler, self time of the ops, "
                       f"{prof['seconds_per_step']:.2f} s per step): {shares}."]
-            if name == "kalbert_bf16":
+            if name != "kalbert_bf16_padded":
                 lines += ["", "| op | group | ms per step | share | calls per step |", "|---|---|---|---|---|"]
                 lines += [f"| `{op['op']}` | {op['group']} | {1000 * op['seconds_per_step']:.1f} | "
                           f"{100 * op['share']:.1f}% | {op['calls_per_step']:g} |" for op in prof["top_ops"]]
@@ -231,7 +279,8 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="a data folder from `kalbert data build` (max length 128)")
     parser.add_argument("--presets", nargs="+", default=["tiny", "small"], choices=["tiny", "small", "base"])
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first, per recipe")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="untimed steps first, per recipe (at least 1 for the compiled ones: compilation)")
     parser.add_argument("--steps", type=int, default=4, help="timed steps per recipe and round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--profile-steps", type=int, default=2, help="bf16 steps under torch.profiler (0: none)")

@@ -29,6 +29,11 @@ class PretrainConfig:
     """how MLM targets are chosen"""
     objective: Literal["mlm+sop", "mlm"] = "mlm+sop"
     """"mlm+sop" (ALBERT) or "mlm" (e.g. further-pretraining on text without document structure)"""
+    sop_pooling: Literal["cls", "mean"] = "cls"
+    """what the SOP head reads: "cls" (ALBERT: the [CLS] state through the pooler) or "mean" (the mean of the
+    instance's states through the same pooler; for transplants, whose [CLS] is an attention sink)"""
+    sop_weight: float = 1.0
+    """weight of the SOP loss against the MLM loss (ALBERT: 1)"""
     init_from: str | None = None
     """HF ALBERT folder to continue from; a vocabulary extended with `kalbert vocab extend` grows it"""
     vocab: str | None = None
@@ -75,11 +80,17 @@ class PretrainConfig:
     pack: bool = True
     """pack several short instances into each row (kept apart by the attention mask) instead of padding:
     the same losses with fewer wasted positions"""
+    attention: Literal["auto", "sdpa", "eager"] = "auto"
+    """HF attention implementation: "sdpa" (PyTorch's fused kernel), "eager" (plain matmul + softmax, whose
+    backward beats the CPU SDPA backward at ALBERT's head sizes) or "auto" (eager for bf16 on CPUs, else sdpa)"""
+    compile: bool = False
+    """run the training forward (and its backward) under torch.compile: fused kernels for the price of compiling
+    in the first steps; the same losses to rounding"""
 
 
-# config fields that a resumed run may change: they do not change the numbers it computes
+# config fields that a resumed run may change: they do not change the numbers it computes (beyond rounding)
 FREE_ON_RESUME = {"out", "resume", "eval_every", "save_every", "keep_checkpoints", "log_every", "tensorboard",
-                  "threads"}
+                  "threads", "attention", "compile"}
 
 
 def validate(config: PretrainConfig, env: DistEnv) -> None:
@@ -91,6 +102,8 @@ def validate(config: PretrainConfig, env: DistEnv) -> None:
     if config.batch_size % (env.world_size * config.grad_accum):
         raise KalbertError(f"--batch-size {config.batch_size} does not split into {env.world_size} processes x "
                            f"{config.grad_accum} accumulation steps", "make it a multiple of their product")
+    if config.sop_weight < 0:
+        raise KalbertError(f"--sop-weight {config.sop_weight} is negative", "use a weight >= 0 (ALBERT: 1)")
     for name in ("eval_every", "save_every", "log_every", "keep_checkpoints"):
         if getattr(config, name) < 1:
             raise KalbertError(f"--{name.replace('_', '-')} must be at least 1")

@@ -41,7 +41,7 @@ from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
 from kalbert.pretrain.run_state import StopFlag, prepare_run_folder, rng_state, set_rng_state
 from kalbert.pretrain.shards import InstanceSet
-from kalbert.pretrain.speed import choose_bf16
+from kalbert.pretrain.speed import choose_attention, choose_bf16
 from kalbert.pretrain.sums import StepSums
 from kalbert.vocab import grow_embeddings
 from kalbert.vocab.files import SPIECE
@@ -87,7 +87,8 @@ class Trainer:
         self.out = Path(config.out)
         recorded = read_meta(self.out).get("config", {}) if config.resume and not overwrite else {}
         bf16, bf16_reason = choose_bf16(config.bf16, recorded.get("bf16"), env.device)
-        self.config = config = replace(config, bf16=bf16)
+        attention, attention_reason = choose_attention(config.attention, bf16, env.device)
+        self.config = config = replace(config, bf16=bf16, attention=attention)
         self.data = PretrainingData.open(config.data)
         if config.vocab:
             self.data.check_vocab(config.vocab)
@@ -113,14 +114,17 @@ class Trainer:
         if model.config.vocab_size != self.data.vocab_size:
             raise KalbertError(f"vocab/model mismatch: the model has {model.config.vocab_size} embedding rows, "
                                f"the data's vocabulary {self.data.vocab_size} pieces")
-        model.set_attn_implementation("sdpa")  # PyTorch's fused attention, which takes packing's boolean masks
+        model.set_attn_implementation(config.attention)  # the objective gives eager an additive packing mask
         self.model = model.to(env.device)
-        self.objective = PretrainingObjective(self.model, config.objective)
+        self.objective = PretrainingObjective(self.model, config.objective, config.sop_pooling)
         self.wrapped: torch.nn.Module = self.objective
         if env.distributed:
             self.wrapped = torch.nn.parallel.DistributedDataParallel(
                 self.objective, device_ids=[env.device.index] if env.device.type == "cuda" else None,
                 find_unused_parameters=not self.objective.sop)
+        if config.compile:  # training steps only: evaluation (no_grad) would compile again for little time saved
+            # dynamic shapes, as packed batches differ in rows and width; checkpoints still save self.model
+            self.wrapped = torch.compile(self.wrapped, dynamic=True)
         self.optimizer = make_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
         warmup = int(config.warmup_ratio * config.max_steps)
         self.scheduler = warmup_polynomial(self.optimizer, warmup, config.max_steps, config.decay_power)
@@ -132,8 +136,10 @@ class Trainer:
         if env.is_main:
             log.info("model: %s; %d instances, %d steps of %d", self.description, len(self.train_set),
                      config.max_steps, config.batch_size)
-            log.info("speed settings: bf16 autocast %s (%s); %s", "on" if bf16 else "off", bf16_reason,
-                     "short instances packed into shared rows" if config.pack else "one instance per padded row")
+            log.info("speed settings: bf16 autocast %s (%s); %s attention (%s); %s%s", "on" if bf16 else "off",
+                     bf16_reason, attention, attention_reason, "short instances packed into shared rows"
+                     if config.pack else "one instance per padded row",
+                     "; torch.compile (the first steps compile)" if config.compile else "")
         self.writer = None
         if env.is_main and config.tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -178,7 +184,7 @@ class Trainer:
     def _loss(self, out: dict[str, torch.Tensor], masked_total: torch.Tensor) -> torch.Tensor:
         loss = out["mlm_loss_sum"] / masked_total.clamp(min=1)
         if self.objective.sop:
-            loss = loss + out["sop_loss_sum"] / self.config.batch_size
+            loss = loss + self.config.sop_weight * out["sop_loss_sum"] / self.config.batch_size
         return loss
 
     def train_step(self, stop_requested: Callable[[], bool]) -> tuple[StepSums, float, bool]:

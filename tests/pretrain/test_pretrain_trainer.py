@@ -181,3 +181,54 @@ def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
     strip = ("tokens_per_s",)
     assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(killed)] == \
         [{k: v for k, v in r.items() if k not in strip} for r in _metrics(reference)]
+
+
+
+
+def test_sop_weight_and_pooling_reach_the_loss(ko_data, tmp_path, monkeypatch):
+    """--sop-weight scales only the SOP term; --sop-pooling mean runs end to end and is recorded."""
+    losses = {}
+    backward = torch.Tensor.backward
+
+    def recording(self, *args, **kwargs):
+        losses.setdefault(run, []).append(float(self.detach()))
+        return backward(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "backward", recording)
+    for run, weight in (("w1", 1.0), ("w3", 3.0), ("w0", 0.0)):
+        pretrain(tiny_run(ko_data, tmp_path / run, max_steps=1, sop_weight=weight, sop_pooling="mean"))
+    records = {run: [r for r in _metrics(tmp_path / run) if r["split"] == "train"][0] for run in losses}
+    mlm, sop = records["w1"]["mlm_loss"], records["w1"]["sop_loss"]
+    assert losses["w1"][0] == pytest.approx(mlm + sop, rel=1e-5)
+    assert losses["w3"][0] == pytest.approx(mlm + 3 * sop, rel=1e-5)
+    assert losses["w0"][0] == pytest.approx(mlm, rel=1e-5)
+    meta = json.loads((tmp_path / "w3" / "model" / "kalbert.json").read_text(encoding="utf-8"))
+    assert meta["config"]["sop_pooling"] == "mean" and meta["config"]["sop_weight"] == 3.0
+    with pytest.raises(KalbertError, match="sop-weight"):
+        pretrain(tiny_run(ko_data, tmp_path / "negative", sop_weight=-1.0))
+
+
+@pytest.mark.slow  # compiling the forward and backward takes a minute or more on a small CPU
+def test_compiled_run_matches_and_resumes_like_the_plain_one(ko_data, tmp_path):
+    """--compile: the losses of the plain run (fp32, to rounding), checkpoints of the plain model (the same keys),
+    and an exact resume."""
+    for run, compiled in (("plain", False), ("compiled", True)):
+        pretrain(tiny_run(ko_data, tmp_path / run, max_steps=2, save_every=1, eval_every=2, compile=compiled))
+    plain, compiled = _metrics(tmp_path / "plain"), _metrics(tmp_path / "compiled")
+    assert [(r["split"], r["step"]) for r in compiled] == [(r["split"], r["step"]) for r in plain]
+    for a, b in zip(plain, compiled, strict=True):
+        for key in ("loss", "mlm_loss", "sop_loss"):
+            assert b[key] == pytest.approx(a[key], rel=1e-4), (a["split"], a["step"], key)
+    keys = {run: set(AlbertForPreTraining.from_pretrained(tmp_path / run / "checkpoints" / "step-0000001")
+                     .state_dict()) for run in ("plain", "compiled")}
+    assert keys["compiled"] == keys["plain"]
+
+    resumed = tmp_path / "resumed"
+    shutil.copytree(tmp_path / "compiled", resumed)
+    shutil.rmtree(resumed / "model")
+    shutil.rmtree(resumed / "checkpoints" / "step-0000002")
+    (resumed / "checkpoints" / LATEST).write_text("step-0000001\n")
+    pretrain(tiny_run(ko_data, resumed, max_steps=2, save_every=1, eval_every=2, compile=True, resume=True))
+    strip = ("tokens_per_s",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(resumed)] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in compiled]
