@@ -1,6 +1,6 @@
 """Pretraining throughput: the usual HF recipe against `kalbert pretrain`, same model, same batches, one process.
 
-    .venv/bin/python benchmarks/pretrain_throughput.py --data outputs/data-ko-zh
+    .venv/bin/python benchmarks/pretrain_throughput.py --data outputs/data-ko-zh-split-s12345
     # a quick check that it runs (numbers meaningless; results elsewhere):
     .venv/bin/python benchmarks/pretrain_throughput.py --data outputs/data-ko-zh --presets tiny --warmup 1 \\
         --steps 1 --rounds 1 --profile-steps 1 --results outputs/tp-bench
@@ -12,9 +12,10 @@ usual_fp32            ``AlbertForPreTraining`` with full-vocabulary MLM labels (
 kalbert_{fp32,bf16}_padded
                       ``Trainer.train_step`` with one instance per padded row (``pack=False``), as kalbert
                       trained before packing: MLM head at masked positions only, n-gram masking, LAMB.
-kalbert_{fp32,bf16}   the same with the defaults: short instances packed into shared rows.
+kalbert_{fp32,bf16}   the same with short instances packed into shared rows, with SDPA attention.
 kalbert_bf16_eager    packed bf16 with HF's eager attention (matmul, softmax, matmul: ``attention="eager"``)
-                      in place of PyTorch's fused SDPA kernel, whose CPU backward is slow at small head sizes.
+                      in place of PyTorch's fused SDPA kernel, whose CPU backward is slow at small head sizes:
+                      what ``kalbert pretrain`` runs by default on a CPU with native bf16.
 kalbert_bf16_compiled, kalbert_bf16_eager_compiled
                       kalbert_bf16 and kalbert_bf16_eager under ``torch.compile`` (``compile=True``). They compile
                       in their warmup steps (at least one); the seconds that took, dynamo's own account of
