@@ -31,7 +31,7 @@ from kalbert.config import DEFAULT_SEED
 from kalbert.data import load_sts
 from kalbert.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from kalbert.pretrain.presets import describe
-from kalbert.sentence.encoder import unique_rows
+from kalbert.sentence.encoder import encode, load_sentence_model, unique_rows
 from kalbert.transplant import TransplantConfig, transplant
 
 RESULTS = Path(__file__).parent / "results"
@@ -76,59 +76,32 @@ def _score(embed, pairs: dict[str, list]) -> dict[str, float | None]:
     return scores
 
 
-def _mean_pool_encoder(model, tokenizer):
-    """Attention-masked mean of the last hidden states, batches of similar length."""
-    model.eval()
-
-    @torch.no_grad()
-    def embed(sentences: list[str]) -> np.ndarray:
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        out = np.zeros((len(sentences), model.config.hidden_size), dtype=np.float32)
-        for first in range(0, len(order), BATCH_SIZE):
-            part = order[first:first + BATCH_SIZE]
-            batch = tokenizer([sentences[i] for i in part], padding=True, truncation=True, max_length=MAX_LENGTH,
-                              return_tensors="pt")
-            hidden = model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
-            out[part] = pooled.float().numpy()
-        return out
-
-    return embed
-
-
 def _run_variant(variant: Variant, args: argparse.Namespace, pairs: dict[str, list], work: Path) -> dict:
-    from transformers import AlbertModel, AutoTokenizer
-
     started = time.perf_counter()
     out = work / "model"
     config = TransplantConfig(teacher=str(args.teacher), vocab=str(args.vocab), out=str(out), layers=variant.layers,
                               embedding_size=variant.embedding_size, share_groups=variant.share_groups,
                               seed=DEFAULT_SEED)
     built = transplant(config, overwrite=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(out))
-    if variant.scratch:
-        from transformers import AlbertConfig
+    if variant.scratch:  # the same folder (config, tokenizer) with random weights in place of the transplant's
+        from transformers import AlbertConfig, AlbertModel
 
         torch.manual_seed(DEFAULT_SEED)
-        model = AlbertModel(AlbertConfig.from_pretrained(str(out)))
-    else:
-        model, info = AlbertModel.from_pretrained(str(out), output_loading_info=True)
-        if info["missing_keys"]:
-            raise RuntimeError(f"{variant.name}: weights missing from the transplant: {info['missing_keys']}")
+        AlbertModel(AlbertConfig.from_pretrained(str(out))).save_pretrained(str(out))
+    model = load_sentence_model(out, pooling="mean")
     build_s = time.perf_counter() - started
-    scores = _score(_mean_pool_encoder(model, tokenizer), pairs)
+    scores = _score(lambda sentences: encode(model, sentences, batch_size=BATCH_SIZE), pairs)
+    encoder = model[0].auto_model
     row = {
         "variant": variant.name, "kind": "scratch" if variant.scratch else "transplant",
         "embedding_size": variant.embedding_size, "layers": variant.layers,
         "share_groups": variant.share_groups or variant.layers,
-        "model": describe(model.config), "parameters": sum(p.numel() for p in model.parameters()),
+        "model": describe(encoder.config), "parameters": sum(p.numel() for p in encoder.parameters()),
         "teacher_layers": None if variant.scratch else built.teacher_layers,
         "variance_kept": None if variant.scratch else built.variance_kept,
         "vocab_mapping": None if variant.scratch else built.mapping, "spearman": scores,
         "seconds": {"build": round(build_s, 1), "score": round(time.perf_counter() - started - build_s, 1)},
     }
-    del model
     return row
 
 
