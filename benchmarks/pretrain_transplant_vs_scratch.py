@@ -5,7 +5,8 @@
         --reuse benchmarks/results/pretrain_transplant_vs_scratch.json
 
 Each ``--run NAME=FOLDER`` is a run folder of `kalbert pretrain`; all runs use the same data folder. The
-curves are the runs' own held-out evaluations (metrics.jsonl); on top of them each final model is scored
+curves are the runs' own held-out evaluations (metrics.jsonl); a run that further-pretrains another run's
+export starts where that one ended (its steps and tokens). On top of them each final model is scored
 once more on the held-out instances split by language (Korean vs Chinese, by the script of their pieces),
 with the trainer's fixed evaluation masks. ``--reuse`` carries the runs of an earlier result of this script
 that are not rerun now (their curves, final scores and commands, marked as reused), so that a long run can be
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 
 from kalbert.io import atomic_write_json, atomic_write_text
-from kalbert.pretrain.curves import METRICS, read_metrics, save_panels
+from kalbert.pretrain.curves import heldout_with_tokens, plot_heldout_by_tokens
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.masking import MaskingConfig, collate
 from kalbert.pretrain.objective import PretrainingObjective
@@ -91,30 +92,15 @@ def _majority(labels: list[int]) -> float:
     return max(share, 1 - share)
 
 
-def _plot(curves: dict[str, list[dict]], majority: float, png: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (mlm, sop) = plt.subplots(1, 2, figsize=(11, 4))
-    for name, held in curves.items():
-        tokens = [r["tokens_seen"] / 1e6 for r in held]
-        mlm.plot(tokens, [r["mlm_accuracy"] for r in held], "o-", ms=3, label=name)
-        sop.plot(tokens, [r["sop_accuracy"] for r in held], "o-", ms=3, label=name)
-    sop.axhline(majority, color="grey", ls="--", lw=1, label="majority label")
-    mlm.set(xlabel="training tokens (M)", ylabel="accuracy", title="held-out MLM accuracy", ylim=(0, 1))
-    sop.set(xlabel="training tokens (M)", ylabel="accuracy", title="held-out SOP accuracy", ylim=(0, 1))
-    save_panels(fig, (mlm, sop), title, png)
-
-
-def _heldout_with_tokens(run: Path) -> list[dict]:
-    """Held-out records, each with the training tokens seen at its step (from the train log)."""
-    records = read_metrics(run / METRICS)
-    seen = {r["step"]: r["tokens_seen"] for r in records if r["split"] == "train"}
-    per_step = max(seen.values()) / max(seen) if seen else 0.0
-    return [{**r, "tokens_seen": seen.get(r["step"], round(r["step"] * per_step))}
-            for r in records if r["split"] == "heldout"]
+def _continued_from(meta: dict) -> tuple[int, int]:
+    """Steps and tokens already behind a run that further-pretrains an earlier run's export (0, 0 otherwise), so
+    that a second stage continues the first one's curve."""
+    init = meta["config"].get("init_from")
+    earlier = Path(init) / "kalbert.json" if init else None
+    if earlier is None or not earlier.is_file():
+        return 0, 0
+    found = _json(earlier)
+    return int(found.get("steps", 0)), int(found.get("tokens_seen", 0))
 
 
 def _named_run(text: str) -> tuple[str, Path]:
@@ -153,7 +139,9 @@ def main() -> None:
 
     entries = {}
     for name, run in runs.items():
-        curve = _heldout_with_tokens(run)
+        steps, tokens = _continued_from(metas[name])
+        curve = [{**r, "step": r["step"] + steps, "tokens_seen": r["tokens_seen"] + tokens}
+                 for r in heldout_with_tokens(run)]
         entries[name] = {"curve": curve, "model": describe(AlbertConfig.from_pretrained(str(run / "model"))),
                          "command": metas[name]["command"], "reused_from": None}
     n = min(entry["curve"][-1]["instances"] for entry in entries.values())
@@ -174,7 +162,8 @@ def main() -> None:
               "final_by_language": final, "load_average": os.getloadavg(), "note": args.note}
     RESULTS.mkdir(exist_ok=True)
     atomic_write_json(RESULTS / f"{NAME}.json", report)
-    _plot(curves, majority, RESULTS / f"{NAME}.png", "same model and data: transplant vs scratch, by training tokens")
+    plot_heldout_by_tokens(curves, RESULTS / f"{NAME}.png",
+                           "same model and data: transplant vs scratch, by training tokens", sop_majority=majority)
     names = list(entries)
     by_step = {name: {r["step"]: r for r in held} for name, held in curves.items()}
     steps = sorted({r["step"] for held in curves.values() for r in held})

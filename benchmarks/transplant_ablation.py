@@ -25,18 +25,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sts_dev import SETS, load_pairs, score
 
-from kalbert.bench.metrics import paired_cosine, spearman
 from kalbert.config import DEFAULT_SEED
-from kalbert.data import load_sts
 from kalbert.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from kalbert.pretrain.presets import describe
-from kalbert.sentence.encoder import encode, load_sentence_model, unique_rows
+from kalbert.sentence.encoder import encode, load_sentence_model
 from kalbert.transplant import TransplantConfig, transplant
 
 RESULTS = Path(__file__).parent / "results"
 NAME = "transplant_ablation"
-SETS = (("korsts", "dev", "KorSTS dev"), ("stsb-zh", "dev", "stsb-zh dev"))  # dev splits only, never test
 MAX_LENGTH, BATCH_SIZE, THREADS = 128, 64, 2
 
 
@@ -61,21 +59,6 @@ VARIANTS = [
 ]
 
 
-def _pairs(max_pairs: int) -> dict[str, list]:
-    pairs = {label: load_sts(name, split) for name, split, label in SETS}
-    return {label: rows[:max_pairs] if max_pairs > 0 else rows for label, rows in pairs.items()}
-
-
-def _score(embed, pairs: dict[str, list]) -> dict[str, float | None]:
-    """Spearman x100 of cosine vs gold, per data set; ``embed`` maps a list of sentences to rows."""
-    scores = {}
-    for label, rows in pairs.items():
-        a = unique_rows(embed, [p.sentence1 for p in rows])
-        b = unique_rows(embed, [p.sentence2 for p in rows])
-        scores[label] = spearman(paired_cosine(a, b), [p.score for p in rows])
-    return scores
-
-
 def _run_variant(variant: Variant, args: argparse.Namespace, pairs: dict[str, list], work: Path) -> dict:
     started = time.perf_counter()
     out = work / "model"
@@ -90,7 +73,7 @@ def _run_variant(variant: Variant, args: argparse.Namespace, pairs: dict[str, li
         AlbertModel(AlbertConfig.from_pretrained(str(out))).save_pretrained(str(out))
     model = load_sentence_model(out, pooling="mean")
     build_s = time.perf_counter() - started
-    scores = _score(lambda sentences: encode(model, sentences, batch_size=BATCH_SIZE), pairs)
+    scores = score(lambda sentences: encode(model, sentences, batch_size=BATCH_SIZE), pairs)
     encoder = model[0].auto_model
     row = {
         "variant": variant.name, "kind": "scratch" if variant.scratch else "transplant",
@@ -125,7 +108,7 @@ def _teacher_rows(args: argparse.Namespace, pairs: dict[str, list]) -> list[dict
         rows.append({
             "variant": label, "kind": "teacher", "prompt": text,
             "model": f"{args.teacher}: {parameters / 1e6:.1f}M parameters", "parameters": parameters,
-            "spearman": _score(embed, pairs), "seconds": {"score": round(time.perf_counter() - started, 1)},
+            "spearman": score(embed, pairs), "seconds": {"score": round(time.perf_counter() - started, 1)},
         })
     return rows
 
@@ -176,7 +159,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = "python benchmarks/transplant_ablation.py " + shlex.join(sys.argv[1:])
     started = time.perf_counter()
-    pairs = _pairs(args.max_pairs)
+    pairs = load_pairs(args.max_pairs)
     rows = []
     for variant in VARIANTS:
         work = Path(tempfile.mkdtemp(prefix="kalbert-ablation-"))

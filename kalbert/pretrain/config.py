@@ -34,6 +34,12 @@ class PretrainConfig:
     instance's states through the same pooler; for transplants, whose [CLS] is an attention sink)"""
     sop_weight: float = 1.0
     """weight of the SOP loss against the MLM loss (ALBERT: 1)"""
+    distill_teacher: str | None = None
+    """optional teacher (multilingual-e5-small, a SentenceTransformer folder, ...) as wide as the model: adds the
+    cosine distance between each instance's mean last state and the teacher's embedding of its text, so that a
+    transplant keeps what its teacher knew (vectors are cached under ~/.cache/kalbert/teacher-embeddings)"""
+    distill_weight: float = 1.0
+    """weight of the distillation term against the MLM loss (with --distill-teacher)"""
     init_from: str | None = None
     """HF ALBERT folder to continue from; a vocabulary extended with `kalbert vocab extend` grows it"""
     vocab: str | None = None
@@ -104,6 +110,8 @@ def validate(config: PretrainConfig, env: DistEnv) -> None:
                            f"{config.grad_accum} accumulation steps", "make it a multiple of their product")
     if config.sop_weight < 0:
         raise KalbertError(f"--sop-weight {config.sop_weight} is negative", "use a weight >= 0 (ALBERT: 1)")
+    if config.distill_weight < 0:
+        raise KalbertError(f"--distill-weight {config.distill_weight} is negative", "use a weight >= 0")
     for name in ("eval_every", "save_every", "log_every", "keep_checkpoints"):
         if getattr(config, name) < 1:
             raise KalbertError(f"--{name.replace('_', '-')} must be at least 1")

@@ -10,6 +10,9 @@ The SOP head reads the [CLS] state, as ALBERT's does, or (``sop_pooling="mean"``
 instance's states through the same pooler: a model transplanted from a mean-pooling encoder keeps its
 [CLS] as an attention sink whose state hardly depends on the input, and SOP read there stays at chance.
 
+Given ``teacher_vectors`` (one per instance, see ``kalbert.pretrain.teacher_targets``), it also returns
+the summed cosine distance between each instance's mean last state and its teacher vector.
+
 The module returns *sums* (loss, correct predictions, counts); the trainer divides by totals over
 the whole global batch, so the loss is the same however the batch is split over processes and
 accumulation steps.
@@ -44,7 +47,8 @@ class PretrainingObjective(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, labels: torch.Tensor,
                 sop_labels: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 segment_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                instance_starts: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+                instance_starts: torch.Tensor | None = None,
+                teacher_vectors: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Padded rows (``attention_mask``) or packed ones (``segment_ids``, see ``kalbert.pretrain.batches``)."""
         encoder_mask = attention_mask
         if segment_ids is not None:  # a token sees only the tokens of its own instance
@@ -62,11 +66,16 @@ class PretrainingObjective(nn.Module):
             "mlm_correct": (logits.argmax(-1) == targets).sum(),
             "masked": torch.tensor(len(targets), device=hidden.device),
         }
+        means = None
+        if teacher_vectors is not None or (self.sop and self.sop_pooling == "mean"):
+            means = _instance_means(hidden, attention_mask if segment_ids is None else segment_ids, instance_starts)
+        if teacher_vectors is not None:
+            cosine = F.cosine_similarity(means.float(), teacher_vectors.float(), dim=-1)
+            out["distill_loss_sum"] = (1.0 - cosine).sum()
         if self.sop:
             albert = self.model.albert
             if self.sop_pooling == "mean":
-                state = _instance_means(hidden, attention_mask if segment_ids is None else segment_ids,
-                                        instance_starts)
+                state = means
             else:
                 state = hidden[:, 0] if instance_starts is None else flat_hidden[instance_starts]
             pooled = albert.pooler_activation(albert.pooler(state))

@@ -13,9 +13,10 @@ import torch
 
 from kalbert.pretrain.distributed import DistEnv
 
-SLOTS = ("mlm_loss", "mlm_correct", "masked", "sop_loss", "sop_correct", "tokens", "positions")
-"""summed MLM loss, correct MLM predictions, masked tokens, summed SOP loss, correct SOP predictions,
-real tokens and the positions the model computed (tokens plus padding)"""
+SLOTS = ("mlm_loss", "mlm_correct", "masked", "sop_loss", "sop_correct", "distill_loss", "tokens", "positions")
+"""summed MLM loss, correct MLM predictions, masked tokens, summed SOP loss, correct SOP predictions, summed
+distillation loss (cosine distance to the teacher), real tokens and the positions the model computed
+(tokens plus padding)"""
 _INDEX = {name: i for i, name in enumerate(SLOTS)}
 
 
@@ -31,6 +32,7 @@ class StepSums:
         device = out["masked"].device
         found = {"mlm_loss": out["mlm_loss_sum"], "mlm_correct": out["mlm_correct"], "masked": out["masked"],
                  "sop_loss": out.get("sop_loss_sum"), "sop_correct": out.get("sop_correct"),
+                 "distill_loss": out.get("distill_loss_sum"),
                  "tokens": torch.tensor(tokens, device=device), "positions": torch.tensor(positions, device=device)}
         zero = torch.zeros((), dtype=torch.float64, device=device)
         return cls(device, torch.stack([zero if found[name] is None else found[name].detach().double()
@@ -50,13 +52,15 @@ class StepSums:
         return StepSums(self.values.device, reduced[:-1]), bool(reduced[-1] > 0)
 
     def is_finite(self) -> bool:
-        return math.isfinite(self["mlm_loss"]) and math.isfinite(self["sop_loss"])
+        return all(math.isfinite(self[name]) for name in ("mlm_loss", "sop_loss", "distill_loss"))
 
     def padding_share(self) -> float:
         return 1.0 - self["tokens"] / max(self["positions"], 1.0)
 
-    def metrics(self, instances: int, sop: bool) -> dict:
-        """Loss and accuracy: MLM ones per masked token, SOP ones per instance (None without SOP)."""
+    def metrics(self, instances: int, sop: bool, distill: bool = False) -> dict:
+        """Loss and accuracy: MLM ones per masked token, SOP ones per instance (None without SOP); the
+        distillation loss per instance (None without a teacher), kept out of ``loss`` so that runs with and
+        without it compare."""
         masked = max(self["masked"], 1.0)
         mlm_loss = self["mlm_loss"] / masked
         record = {"loss": mlm_loss, "mlm_loss": mlm_loss, "mlm_accuracy": self["mlm_correct"] / masked,
@@ -65,4 +69,6 @@ class StepSums:
             record["sop_loss"] = self["sop_loss"] / instances
             record["sop_accuracy"] = self["sop_correct"] / instances
             record["loss"] = mlm_loss + record["sop_loss"]
+        if distill:
+            record["distill_loss"] = self["distill_loss"] / instances
         return record

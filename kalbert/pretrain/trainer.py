@@ -41,8 +41,9 @@ from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
 from kalbert.pretrain.run_state import StopFlag, prepare_run_folder, rng_state, set_rng_state
 from kalbert.pretrain.shards import InstanceSet
-from kalbert.pretrain.speed import choose_attention, choose_bf16
+from kalbert.pretrain.speed import choose_attention, choose_bf16, native_bf16
 from kalbert.pretrain.sums import StepSums
+from kalbert.pretrain.teacher_targets import teacher_targets
 from kalbert.vocab import grow_embeddings
 from kalbert.vocab.files import SPIECE
 
@@ -52,13 +53,25 @@ MODEL_SUBDIR = "model"
 _TRAIN_STREAM, _EVAL_STREAM = 0, 1
 
 
+def _init_folder(config: PretrainConfig) -> Path:
+    source = Path(str(config.init_from))
+    if not (source / "config.json").exists():
+        raise KalbertError(f"--init-from {source} is not an HF model folder (no config.json)")
+    return source
+
+
+def _hidden_size(config: PretrainConfig, data: PretrainingData) -> int:
+    """The hidden size the run's model will have, known before any folder is touched."""
+    if not config.init_from:
+        return albert_config(config.model, data.vocab_size).hidden_size
+    return int(json.loads((_init_folder(config) / "config.json").read_text(encoding="utf-8"))["hidden_size"])
+
+
 def _initial_model(config: PretrainConfig, data: PretrainingData) -> AlbertForPreTraining:
     """A fresh model from the preset, or ``init_from`` (grown if the data's vocabulary extends its own)."""
     if not config.init_from:
         return AlbertForPreTraining(albert_config(config.model, data.vocab_size))
-    source = Path(config.init_from)
-    if not (source / "config.json").exists():
-        raise KalbertError(f"--init-from {source} is not an HF model folder (no config.json)")
+    source = _init_folder(config)
     try:
         model = AlbertForPreTraining.from_pretrained(str(source))
     except (OSError, ValueError) as exc:
@@ -102,6 +115,7 @@ class Trainer:
         self.pack_capacity: int | None = self.data.meta["max_seq_length"] if config.pack else None
         if config.threads:
             torch.set_num_threads(config.threads)
+        self.teacher_vectors = self._teacher_vectors()  # a wrong teacher fails before the run folder is made
         self.run_meta, checkpoint = prepare_run_folder(self.out, asdict(config), config.resume,
                                                        self.data.vocab_sha256, env, overwrite)
         random.seed(config.seed)
@@ -146,6 +160,24 @@ class Trainer:
 
             self.writer = SummaryWriter(str(self.out / "tb"))
 
+    def _teacher_vectors(self) -> dict[str, np.ndarray]:
+        """Per split, the distillation teacher's vectors of the instances the run will read (none without
+        --distill-teacher); the main process fills the cache first, so that processes do not encode the same texts."""
+        if not self.config.distill_teacher:
+            return {}
+        steps = range(1, self.config.max_steps + 1)
+        wanted = {"train": np.unique(np.concatenate([self.batches.indices(step) for step in steps]))}
+        if self.heldout is not None:
+            wanted["heldout"] = np.arange(min(self.config.eval_instances, len(self.heldout)))
+        if not self.env.is_main:
+            self.env.barrier()
+        vectors = teacher_targets(self.config.distill_teacher, self.data, wanted, _hidden_size(self.config, self.data),
+                                  bf16=bool(self.config.bf16) and native_bf16(torch.device("cpu")) is not None,
+                                  progress=self.env.is_main)
+        if self.env.is_main:
+            self.env.barrier()
+        return vectors
+
     # ------------------------------------------------------------------------------- checkpoints
     def _restore(self, checkpoint: Path) -> None:
         state = load_trainer_state(checkpoint)
@@ -174,9 +206,10 @@ class Trainer:
         self.env.barrier()
 
     # --------------------------------------------------------------------------------------- steps
-    def _batch(self, instances: InstanceSet, indices: np.ndarray, key: tuple[int, ...]) -> Batch:
+    def _batch(self, split: str, indices: np.ndarray, key: tuple[int, ...]) -> Batch:
+        instances = self.train_set if split == "train" else self.heldout
         return make_batch(instances, indices, key, self.config.masking, self.data.vocab_size, self.pack_capacity,
-                          self.env.device)
+                          self.env.device, self.teacher_vectors.get(split))
 
     def _autocast(self):
         return torch.autocast(self.env.device.type, dtype=torch.bfloat16, enabled=self.config.bf16)
@@ -185,6 +218,8 @@ class Trainer:
         loss = out["mlm_loss_sum"] / masked_total.clamp(min=1)
         if self.objective.sop:
             loss = loss + self.config.sop_weight * out["sop_loss_sum"] / self.config.batch_size
+        if "distill_loss_sum" in out:
+            loss = loss + self.config.distill_weight * out["distill_loss_sum"] / self.config.batch_size
         return loss
 
     def train_step(self, stop_requested: Callable[[], bool]) -> tuple[StepSums, float, bool]:
@@ -194,7 +229,7 @@ class Trainer:
         indices = self.batches.indices(step)
         share = len(indices) // self.env.world_size
         mine = indices[self.env.rank * share:(self.env.rank + 1) * share]
-        micro = [self._batch(self.train_set, part, (self.config.seed, _TRAIN_STREAM, epoch))
+        micro = [self._batch("train", part, (self.config.seed, _TRAIN_STREAM, epoch))
                  for part in np.split(mine, self.config.grad_accum)]
         masked_total = self.env.all_reduce(sum(b.masked for b in micro).to(self.env.device, torch.float32))
         sums = StepSums(self.env.device)
@@ -232,7 +267,7 @@ class Trainer:
         sums = StepSums(self.env.device)
         self.objective.eval()
         for part in parts[self.env.rank::self.env.world_size]:
-            batch = self._batch(self.heldout, part, (self.config.seed, _EVAL_STREAM, 0))
+            batch = self._batch("heldout", part, (self.config.seed, _EVAL_STREAM, 0))
             with self._autocast():
                 out = self.objective(**batch.inputs)
             sums += StepSums.of_forward(out, batch.tokens, batch.positions)
@@ -243,7 +278,8 @@ class Trainer:
         return record
 
     def _record(self, sums: StepSums, instances: int, split: str) -> dict:
-        return {"step": self.step, "split": split, **sums.metrics(instances, self.objective.sop)}
+        metrics = sums.metrics(instances, self.objective.sop, distill=bool(self.teacher_vectors))
+        return {"step": self.step, "split": split, **metrics}
 
     def _log(self, record: dict) -> None:
         if not self.env.is_main:

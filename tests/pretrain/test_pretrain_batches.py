@@ -36,8 +36,10 @@ def _mixed_indices(data: PretrainingData, n: int = 12) -> np.ndarray:
 def test_packed_batch_matches_the_padded_one(ko_data, objective, sop_pooling, attention):
     data = PretrainingData.open(ko_data)
     indices, key, masking = _mixed_indices(data), (7, 0, 3), MaskingConfig()
-    padded = make_batch(data.split("train"), indices, key, masking, data.vocab_size, None, torch.device("cpu"))
-    packed = make_batch(data.split("train"), indices, key, masking, data.vocab_size, SEQ_LEN, torch.device("cpu"))
+    hidden = tiny_run(ko_data, "unused").model.hidden_size
+    teacher = np.random.default_rng(1).standard_normal((len(data.split("train")), hidden)).astype(np.float32)
+    padded, packed = (make_batch(data.split("train"), indices, key, masking, data.vocab_size, capacity,
+                                 torch.device("cpu"), teacher) for capacity in (None, SEQ_LEN))
     assert packed.tokens == padded.tokens and packed.positions < padded.positions
     assert int(packed.masked) == int(padded.masked)
     labels = {name: b.inputs["labels"][b.inputs["labels"] != IGNORE].sort().values for name, b in
@@ -53,7 +55,7 @@ def test_packed_batch_matches_the_padded_one(ko_data, objective, sop_pooling, at
     for batch in (padded, packed):
         model.zero_grad()
         out = wrapped(**batch.inputs)
-        (out["mlm_loss_sum"] + out.get("sop_loss_sum", 0)).backward()
+        (out["mlm_loss_sum"] + out.get("sop_loss_sum", 0) + out["distill_loss_sum"]).backward()
         results.append((out, [p.grad.clone() for p in model.parameters() if p.grad is not None]))
     (a, grads_a), (b, grads_b) = results
     assert a.keys() == b.keys()

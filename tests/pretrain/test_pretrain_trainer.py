@@ -6,7 +6,9 @@ import json
 import os
 import shutil
 import signal
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from pretrain_helpers import tiny_run
@@ -18,7 +20,9 @@ from kalbert.pretrain.checkpoint import LATEST, checkpoint_dirs, latest_checkpoi
 from kalbert.pretrain.masking import MaskingConfig, collate
 from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.presets import albert_config
+from kalbert.pretrain.teacher_targets import instance_texts
 from kalbert.pretrain.trainer import Trainer
+from kalbert.vocab.files import CLS_ID, SEP_ID
 
 
 def _metrics(run) -> list[dict]:
@@ -185,27 +189,99 @@ def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
 
 
 
-def test_sop_weight_and_pooling_reach_the_loss(ko_data, tmp_path, monkeypatch):
-    """--sop-weight scales only the SOP term; --sop-pooling mean runs end to end and is recorded."""
-    losses = {}
+@pytest.fixture
+def backward_losses(monkeypatch) -> list[float]:
+    """Every loss that ``backward()`` is called on, in order (one per step of a one-micro-batch run)."""
+    losses: list[float] = []
     backward = torch.Tensor.backward
 
     def recording(self, *args, **kwargs):
-        losses.setdefault(run, []).append(float(self.detach()))
+        losses.append(float(self.detach()))
         return backward(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.Tensor, "backward", recording)
-    for run, weight in (("w1", 1.0), ("w3", 3.0), ("w0", 0.0)):
+    return losses
+
+
+def test_sop_weight_and_pooling_reach_the_loss(ko_data, tmp_path, backward_losses):
+    """--sop-weight scales only the SOP term; --sop-pooling mean runs end to end and is recorded."""
+    runs = ("w1", "w3", "w0")
+    for run, weight in zip(runs, (1.0, 3.0, 0.0), strict=True):
         pretrain(tiny_run(ko_data, tmp_path / run, max_steps=1, sop_weight=weight, sop_pooling="mean"))
-    records = {run: [r for r in _metrics(tmp_path / run) if r["split"] == "train"][0] for run in losses}
+    losses = dict(zip(runs, backward_losses, strict=True))
+    records = {run: [r for r in _metrics(tmp_path / run) if r["split"] == "train"][0] for run in runs}
     mlm, sop = records["w1"]["mlm_loss"], records["w1"]["sop_loss"]
-    assert losses["w1"][0] == pytest.approx(mlm + sop, rel=1e-5)
-    assert losses["w3"][0] == pytest.approx(mlm + 3 * sop, rel=1e-5)
-    assert losses["w0"][0] == pytest.approx(mlm, rel=1e-5)
+    assert losses["w1"] == pytest.approx(mlm + sop, rel=1e-5)
+    assert losses["w3"] == pytest.approx(mlm + 3 * sop, rel=1e-5)
+    assert losses["w0"] == pytest.approx(mlm, rel=1e-5)
     meta = json.loads((tmp_path / "w3" / "model" / "kalbert.json").read_text(encoding="utf-8"))
     assert meta["config"]["sop_pooling"] == "mean" and meta["config"]["sop_weight"] == 3.0
     with pytest.raises(KalbertError, match="sop-weight"):
         pretrain(tiny_run(ko_data, tmp_path / "negative", sop_weight=-1.0))
+
+
+@pytest.fixture(scope="module")
+def sentence_teacher(tmp_path_factory, ko_vocab, make_tiny_albert):
+    """``sentence_teacher(hidden)``: a random SentenceTransformer folder of that width, as a distillation teacher."""
+    from kalbert.sentence.export import ExportConfig, export_sentence_model
+
+    def make(hidden: int) -> Path:
+        folder = tmp_path_factory.mktemp(f"teacher{hidden}")
+        checkpoint = make_tiny_albert(folder / "ckpt", ko_vocab, head="AlbertModel", hidden=hidden, seed=5,
+                                      languages=["ko"])
+        return export_sentence_model(ExportConfig(model=str(checkpoint), out=str(folder / "st"), normalize=True))
+
+    return make
+
+
+def test_instance_texts_give_back_the_instance(ko_data):
+    """The teacher reads the text the student reads: A then B, without [CLS], [SEP] or <unk> marks."""
+    import sentencepiece as spm
+
+    data = PretrainingData.open(ko_data)
+    instances = data.split("heldout")
+    processor = spm.SentencePieceProcessor(model_file=str(data.vocab_dir / "spiece.model"))
+    texts = instance_texts(instances, np.arange(len(instances)), processor)
+    assert len(texts) == len(instances) and all(texts)
+    for i, text in enumerate(texts):
+        ids = [t for t in instances[i].ids.tolist() if t not in (CLS_ID, SEP_ID, processor.unk_id())]
+        assert text.split() and "".join(text.split()) == "".join(processor.decode(ids).split())
+        assert not any(mark in text for mark in ("[CLS]", "[SEP]", "\u2047"))
+
+
+def test_distillation_term_reaches_the_loss_and_the_metrics(ko_data, tmp_path, backward_losses, sentence_teacher):
+    """--distill-teacher adds weight x (1 - cos) per instance to the loss, is logged apart from it, reuses the
+    embedding cache on a second run, and refuses a teacher whose width is not the model's."""
+    from kalbert.sentence.distill import default_cache_dir
+
+    teacher = str(sentence_teacher(32))
+    shards = []
+    for run in ("first", "second"):
+        pretrain(tiny_run(ko_data, tmp_path / run, max_steps=1, distill_teacher=teacher, distill_weight=2.0))
+        shards.append(sorted(default_cache_dir().rglob("shard-*.npz")))
+    assert shards[0] and shards[1] == shards[0]  # the second run encoded nothing
+    records = _metrics(tmp_path / "first")
+    train = [r for r in records if r["split"] == "train"][0]
+    assert 0 < train["distill_loss"] < 2
+    assert backward_losses[0] == pytest.approx(train["mlm_loss"] + train["sop_loss"] + 2 * train["distill_loss"],
+                                               rel=1e-5)
+    assert [r["split"] for r in records if "distill_loss" in r] == ["heldout", "train", "heldout"]
+    strip = ("tokens_per_s",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(tmp_path / "second")] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in records]
+    with pytest.raises(KalbertError, match="hidden size"):
+        pretrain(tiny_run(ko_data, tmp_path / "narrow", distill_teacher=str(sentence_teacher(24))))
+    assert not (tmp_path / "narrow").exists()
+
+
+def test_bf16_teacher_has_its_own_cache_and_nearly_the_same_vectors(sentence_teacher):
+    from kalbert.teachers.backends import load_teacher
+
+    folder = str(sentence_teacher(32))
+    plain, bf16 = load_teacher(folder), load_teacher(folder, bf16=True)
+    assert bf16.fingerprint == plain.fingerprint + "-bf16"
+    texts = ["한국어 문장입니다.", "두 번째 문장은 조금 더 깁니다."]
+    assert np.all(np.sum(plain.encode(texts) * bf16.encode(texts), axis=1) > 0.98)
 
 
 @pytest.mark.slow  # compiling the forward and backward takes a minute or more on a small CPU
