@@ -206,13 +206,19 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=600, help=f"pretraining steps of {BATCH_SIZE} instances")
     parser.add_argument("--sts-epochs", type=float, default=1.0, help="KorSTS training epochs (fractions allowed)")
     parser.add_argument("--variants", nargs="+", metavar="TEXT",
-                        help="only the variants whose name contains one of these (case-insensitive)")
+                        help="only these variants: an exact name, or text that the names contain (case-insensitive)")
     parser.add_argument("--note", default="", help="conditions to record (machine, other jobs)")
     return parser.parse_args()
 
 
 def _cell(value: float | None) -> str:
     return "failed (see the JSON's sts_error)" if value is None else f"{value:.2f}"
+
+
+def _selects(text: str, name: str) -> bool:
+    """A --variants entry picks the variant of exactly that name if there is one, else every name containing it."""
+    exact = {v.name.lower() for v in VARIANTS}
+    return text.lower() == name.lower() if text.lower() in exact else text.lower() in name.lower()
 
 
 def _markdown(report: dict, command: str) -> str:
@@ -254,7 +260,7 @@ def main() -> None:
     hf_logging.set_verbosity_error()  # the load report lists the unused MLM/SOP heads when STS training starts
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = f"python benchmarks/{NAME}.py " + shlex.join(sys.argv[1:])
-    variants = [v for v in VARIANTS if not args.variants or any(t.lower() in v.name.lower() for t in args.variants)]
+    variants = [v for v in VARIANTS if not args.variants or any(_selects(t, v.name) for t in args.variants)]
     if not variants:
         raise SystemExit(f"no variant name contains any of {args.variants}: {[v.name for v in VARIANTS]}")
     data = PretrainingData.open(args.data)
