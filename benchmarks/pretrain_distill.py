@@ -18,21 +18,18 @@ Writes benchmarks/results/pretrain_distill.{json,md,png}.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 import torch
+from pretrain_runs import named_run, read_json, score_heldout
 from sts_dev import SETS, load_pairs, score
 from transformers import AlbertConfig
 
 from kalbert.io import atomic_write_json, atomic_write_text
-from kalbert.pretrain.batches import make_batch
 from kalbert.pretrain.curves import heldout_with_tokens, plot_heldout_by_tokens
 from kalbert.pretrain.data import PretrainingData
-from kalbert.pretrain.masking import MaskingConfig
-from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.presets import describe
 from kalbert.pretrain.speed import native_bf16
 from kalbert.pretrain.teacher_targets import teacher_targets
@@ -41,35 +38,6 @@ from kalbert.teachers.backends import load_teacher
 
 RESULTS = Path(__file__).parent / "results"
 NAME = "pretrain_distill"
-EVAL_STREAM = 1  # the trainer's evaluation mask stream: key (seed, 1, 0)
-BATCH_SIZE = 32
-
-
-def _json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-@torch.no_grad()
-def _heldout_scores(model_dir: Path, config: dict, data: PretrainingData, teacher: np.ndarray, seed: int) -> dict:
-    """MLM/SOP accuracy and teacher cosine of a model on every held-out instance (the trainer's masks for
-    ``seed``: one seed for every model, so that all are scored on the same masks)."""
-    from transformers import AlbertForPreTraining
-
-    model = AlbertForPreTraining.from_pretrained(str(model_dir))
-    objective = PretrainingObjective(model, config["objective"], config["sop_pooling"]).eval()
-    masking = MaskingConfig(**config["masking"])
-    heldout = data.split("heldout")
-    sums = np.zeros(5)
-    for first in range(0, len(heldout), BATCH_SIZE):
-        part = np.arange(first, min(first + BATCH_SIZE, len(heldout)))
-        batch = make_batch(heldout, part, (seed, EVAL_STREAM, 0), masking, data.vocab_size, None,
-                           torch.device("cpu"), teacher)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(config["bf16"])):
-            out = objective(**batch.inputs)
-        sums += [float(out["mlm_correct"]), float(out["masked"]), float(out["sop_correct"]),
-                 float(out["distill_loss_sum"]), len(part)]
-    return {"mlm_accuracy": sums[0] / sums[1], "sop_accuracy": sums[2] / sums[4],
-            "teacher_cosine": 1.0 - sums[3] / sums[4]}
 
 
 def _sts(model_dir: Path, pairs: dict[str, list]) -> dict[str, float | None]:
@@ -77,47 +45,42 @@ def _sts(model_dir: Path, pairs: dict[str, list]) -> dict[str, float | None]:
     return score(lambda sentences: encode(model, sentences, batch_size=64), pairs)
 
 
-def _named_run(text: str) -> tuple[str, Path]:
-    name, sep, folder = text.rpartition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=FOLDER")
-    return name, Path(folder)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", type=_named_run, action="append", required=True, metavar="NAME=FOLDER",
+    parser.add_argument("--run", type=named_run, action="append", required=True, metavar="NAME=FOLDER",
                         help="a kalbert pretrain run folder and the name it gets in the table (repeatable)")
     parser.add_argument("--teacher", default="multilingual-e5-small",
                         help="the teacher the transplant came from (named teacher or SentenceTransformer folder)")
     parser.add_argument("--note", default="", help="conditions to record (machine, other jobs)")
     args = parser.parse_args()
     runs = dict(args.run)
-    metas = {name: _json(run / "kalbert.json") for name, run in runs.items()}
+    metas = {name: read_json(run / "kalbert.json") for name, run in runs.items()}
     shared = {(m["config"]["data"], m["config"]["init_from"]) for m in metas.values()}
     if len(shared) != 1:
         raise SystemExit(f"the runs differ in data or starting model: {sorted(shared)}")
     data_dir, init_from = shared.pop()
     data = PretrainingData.open(data_dir)
-    hidden = _json(Path(init_from) / "config.json")["hidden_size"]
+    hidden = read_json(Path(init_from) / "config.json")["hidden_size"]
     first_config = next(iter(metas.values()))["config"]
     bf16 = bool(first_config["bf16"]) and native_bf16(torch.device("cpu")) is not None  # as the runs encoded it
     everything = {"heldout": np.arange(len(data.split("heldout")))}
     teacher = teacher_targets(args.teacher, data, everything, hidden, bf16=bf16)["heldout"]
     pairs = load_pairs()
     seed = first_config["seed"]
+    heldout = everything["heldout"]
+    start = Path(init_from)
     rows = {"transplant (step 0)": {"model": str(init_from), "tokens": 0,
-                                    **_heldout_scores(Path(init_from), first_config, data, teacher, seed),
-                                    "sts": _sts(Path(init_from), pairs)}}
+                                    **score_heldout(start, first_config, data, heldout, seed, teacher=teacher),
+                                    "sts": _sts(start, pairs)}}
     curves = {}
     for name, run in runs.items():
         curves[name] = heldout_with_tokens(run)
         rows[name] = {"model": str(run / "model"), "tokens": curves[name][-1]["tokens_seen"],
-                      **_heldout_scores(run / "model", metas[name]["config"], data, teacher, seed),
+                      **score_heldout(run / "model", metas[name]["config"], data, heldout, seed, teacher=teacher),
                       "sts": _sts(run / "model", pairs)}
     reference = load_teacher(args.teacher)
     teacher_sts = score(reference.encode, pairs)
-    report = {"commands": [_json(data.folder / "kalbert.json")["command"], *(m["command"] for m in metas.values())],
+    report = {"commands": [read_json(data.folder / "kalbert.json")["command"], *(m["command"] for m in metas.values())],
               "model": describe(AlbertConfig.from_pretrained(init_from)), "teacher": args.teacher,
               "heldout_instances": len(data.split("heldout")), "rows": rows, "teacher_sts": teacher_sts,
               "heldout": curves, "load_average": os.getloadavg(), "note": args.note}

@@ -10,8 +10,9 @@ Nothing is recomputed: the numbers are the run's own held-out evaluations.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from pretrain_runs import read_json
 
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.pretrain.curves import METRICS, plot_curves, read_metrics
@@ -22,18 +23,14 @@ RESULTS = Path(__file__).parent / "results"
 NAME = "pretrain_learning_curve"
 
 
-def _json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path, help="run folder of `kalbert pretrain`")
     parser.add_argument("--note", default="", help="conditions to record (machine, other jobs)")
     args = parser.parse_args()
-    run = _json(args.run / "kalbert.json")
-    data = _json(Path(run["config"]["data"]) / "kalbert.json")
-    vocab = _json(Path(run["config"]["data"]) / "vocab" / "kalbert.json")
+    run = read_json(args.run / "kalbert.json")
+    data = read_json(Path(run["config"]["data"]) / "kalbert.json")
+    vocab = read_json(Path(run["config"]["data"]) / "vocab" / "kalbert.json")
     records = read_metrics(args.run / METRICS)
     train = [r for r in records if r["split"] == "train"]
     held = [r for r in records if r["split"] == "heldout"]

@@ -17,79 +17,18 @@ Writes benchmarks/results/pretrain_transplant_vs_scratch.{json,md,png}.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
-import numpy as np
-import torch
+from pretrain_runs import language_groups, majority_share, named_run, read_json, score_heldout
 
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.pretrain.curves import heldout_with_tokens, plot_heldout_by_tokens
 from kalbert.pretrain.data import PretrainingData
-from kalbert.pretrain.masking import MaskingConfig, collate
-from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.presets import describe
 
 RESULTS = Path(__file__).parent / "results"
 NAME = "pretrain_transplant_vs_scratch"
-EVAL_STREAM = 1  # the trainer's evaluation mask stream: key (seed, 1, 0)
-
-
-def _json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _language_of_pieces(data: PretrainingData) -> np.ndarray:
-    """Per vocabulary id: 1 for a piece with Hangul, 2 for one with Han characters, 0 otherwise."""
-    import sentencepiece as spm
-
-    processor = spm.SentencePieceProcessor(model_file=str(data.vocab_dir / "spiece.model"))
-    kinds = np.zeros(processor.get_piece_size(), dtype=np.int8)
-    for i in range(processor.get_piece_size()):
-        piece = processor.id_to_piece(i)
-        if any("\uac00" <= c <= "\ud7a3" or "\u3131" <= c <= "\u318e" for c in piece):
-            kinds[i] = 1
-        elif any("\u4e00" <= c <= "\u9fff" or "\u3400" <= c <= "\u4dbf" for c in piece):
-            kinds[i] = 2
-    return kinds
-
-
-def _split_by_language(data: PretrainingData, n: int) -> dict[str, list[int]]:
-    kinds = _language_of_pieces(data)
-    heldout = data.split("heldout")
-    groups: dict[str, list[int]] = {"ko": [], "zh": []}
-    for i in range(n):
-        counts = np.bincount(kinds[np.asarray(heldout[i].ids)], minlength=3)
-        groups["ko" if counts[1] >= counts[2] else "zh"].append(i)
-    return groups
-
-
-@torch.no_grad()
-def _score(run: Path, data: PretrainingData, indices: list[int], batch_size: int = 32) -> dict:
-    """MLM and SOP accuracy of the run's exported model on the given held-out instances (trainer's masks)."""
-    from transformers import AlbertForPreTraining
-
-    config = _json(run / "kalbert.json")["config"]
-    model = AlbertForPreTraining.from_pretrained(str(run / "model"))
-    objective = PretrainingObjective(model, config["objective"], config.get("sop_pooling", "cls")).eval()
-    masking = MaskingConfig(**config["masking"])
-    heldout = data.split("heldout")
-    sums = np.zeros(4)
-    for first in range(0, len(indices), batch_size):
-        part = indices[first : first + batch_size]
-        batch = collate([heldout[i] for i in part], part, (config["seed"], EVAL_STREAM, 0), masking, data.vocab_size)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(config["bf16"])):
-            out = objective(**batch)
-        sums += [float(out["mlm_correct"]), float(out["masked"]), float(out.get("sop_correct", 0)), len(part)]
-    return {"instances": len(indices), "mlm_accuracy": sums[0] / max(sums[1], 1),
-            "sop_accuracy": sums[2] / max(sums[3], 1) if objective.sop else None,
-            "sop_majority_class_accuracy": _majority([heldout[i].label for i in indices])}
-
-
-def _majority(labels: list[int]) -> float:
-    share = sum(labels) / max(len(labels), 1)
-    return max(share, 1 - share)
 
 
 def _continued_from(meta: dict) -> tuple[int, int]:
@@ -99,20 +38,13 @@ def _continued_from(meta: dict) -> tuple[int, int]:
     earlier = Path(init) / "kalbert.json" if init else None
     if earlier is None or not earlier.is_file():
         return 0, 0
-    found = _json(earlier)
+    found = read_json(earlier)
     return int(found.get("steps", 0)), int(found.get("tokens_seen", 0))
-
-
-def _named_run(text: str) -> tuple[str, Path]:
-    name, sep, folder = text.rpartition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=FOLDER")
-    return name, Path(folder)
 
 
 def _reused(path: Path, fresh: set[str], heldout_instances: int) -> dict[str, dict]:
     """The runs of an earlier result that are not rerun now: curve, final scores, model line, command."""
-    earlier = _json(path)
+    earlier = read_json(path)
     if earlier["heldout_instances"] != heldout_instances:
         raise SystemExit(f"{path} was scored on {earlier['heldout_instances']} held-out instances, these runs on "
                          f"{heldout_instances}: not the same held-out split")
@@ -124,13 +56,13 @@ def _reused(path: Path, fresh: set[str], heldout_instances: int) -> dict[str, di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", type=_named_run, action="append", required=True, metavar="NAME=FOLDER",
+    parser.add_argument("--run", type=named_run, action="append", required=True, metavar="NAME=FOLDER",
                         help="a kalbert pretrain run folder and the name it gets in the table (repeatable)")
     parser.add_argument("--reuse", type=Path, help="an earlier results JSON of this script whose other runs to keep")
     parser.add_argument("--note", default="", help="conditions to record (machine, other jobs)")
     args = parser.parse_args()
     runs = dict(args.run)
-    metas = {name: _json(run / "kalbert.json") for name, run in runs.items()}
+    metas = {name: read_json(run / "kalbert.json") for name, run in runs.items()}
     data_dirs = {m["config"]["data"] for m in metas.values()}
     if len(data_dirs) != 1:
         raise SystemExit(f"the runs used different data folders: {sorted(data_dirs)}")
@@ -145,15 +77,17 @@ def main() -> None:
         entries[name] = {"curve": curve, "model": describe(AlbertConfig.from_pretrained(str(run / "model"))),
                          "command": metas[name]["command"], "reused_from": None}
     n = min(entry["curve"][-1]["instances"] for entry in entries.values())
-    groups = _split_by_language(data, n)
+    groups = language_groups(data, n)
     for name, run in runs.items():
-        entries[name]["final"] = {lang: _score(run, data, idx) for lang, idx in groups.items()}
+        config = metas[name]["config"]
+        entries[name]["final"] = {lang: score_heldout(run / "model", config, data, idx, config["seed"])
+                                  for lang, idx in groups.items()}
     if args.reuse:
         entries.update(_reused(args.reuse, set(runs), n))
-    majority = _majority([data.split("heldout")[i].label for i in range(n)])
+    majority = majority_share([data.split("heldout")[i].label for i in range(n)])
     curves = {name: entry["curve"] for name, entry in entries.items()}
     final = {name: entry["final"] for name, entry in entries.items()}
-    data_command = _json(data.folder / "kalbert.json")["command"]
+    data_command = read_json(data.folder / "kalbert.json")["command"]
     report = {"commands": [data_command, *(entry["command"] for entry in entries.values())],
               "run_commands": {name: entry["command"] for name, entry in entries.items()},
               "reused_from": {name: entry["reused_from"] for name, entry in entries.items() if entry["reused_from"]},
