@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from pretrain_runs import language_groups, named_run, read_json, score_heldout
@@ -58,20 +58,19 @@ def main() -> None:
     n = len(data.split("heldout"))
     groups = {"all": list(range(n)), **language_groups(data, n)}
     schemes = _schemes(MaskingConfig(**next(iter(configs.values()))["masking"]))
-    scores = {name: {scheme: {group: score_heldout(runs[name] / "model", configs[name], data, indices, seed, masking)
-                              for group, indices in groups.items()}
-                     for scheme, masking in schemes.items()}
-              for name in runs}
+    accuracy = {name: {scheme: {group: score_heldout(run / "model", configs[name], data, indices, seed,
+                                                     masking)["mlm_accuracy"]
+                                for group, indices in groups.items()}
+                       for scheme, masking in schemes.items()}
+                for name, run in runs.items()}
     report = {"commands": [meta["command"] for meta in metas.values()], "data": data_dir,
               "heldout_instances": {group: len(indices) for group, indices in groups.items()},
-              "schemes": {scheme: masking.__dict__ for scheme, masking in schemes.items()}, "mlm_accuracy":
-              {name: {scheme: {group: s["mlm_accuracy"] for group, s in by_group.items()}
-                      for scheme, by_group in by_scheme.items()} for name, by_scheme in scores.items()},
-              "load_average": os.getloadavg(), "note": args.note}
+              "schemes": {scheme: asdict(masking) for scheme, masking in schemes.items()},
+              "mlm_accuracy": accuracy, "load_average": os.getloadavg(), "note": args.note}
     RESULTS.mkdir(exist_ok=True)
     atomic_write_json(RESULTS / f"{NAME}.json", report)
     table = ["| model | masking | MLM acc, all | Korean | Chinese |", "|---|---|---:|---:|---:|"]
-    for name, by_scheme in report["mlm_accuracy"].items():
+    for name, by_scheme in accuracy.items():
         for scheme, acc in by_scheme.items():
             table.append(f"| {name} | {scheme} | {acc['all']:.4f} | {acc['ko']:.4f} | {acc['zh']:.4f} |")
     run_args = " ".join(f'--run "{name}={folder}"' for name, folder in runs.items())
