@@ -22,7 +22,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
 from pretrain_runs import named_run, read_json, score_heldout
 from sts_dev import SETS, load_pairs, score
 from transformers import AlbertConfig
@@ -31,8 +30,7 @@ from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.pretrain.curves import heldout_with_tokens, plot_heldout_by_tokens
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.presets import describe
-from kalbert.pretrain.speed import native_bf16
-from kalbert.pretrain.teacher_targets import teacher_targets
+from kalbert.pretrain.teacher_targets import teacher_bf16, teacher_targets
 from kalbert.sentence.encoder import encode, load_sentence_model
 from kalbert.teachers.backends import load_teacher
 
@@ -62,7 +60,7 @@ def main() -> None:
     data = PretrainingData.open(data_dir)
     hidden = read_json(Path(init_from) / "config.json")["hidden_size"]
     first_config = next(iter(metas.values()))["config"]
-    bf16 = bool(first_config["bf16"]) and native_bf16(torch.device("cpu")) is not None  # as the runs encoded it
+    bf16 = teacher_bf16(bool(first_config["bf16"]))  # as the runs encoded it
     everything = {"heldout": np.arange(len(data.split("heldout")))}
     teacher = teacher_targets(args.teacher, data, everything, hidden, bf16=bf16)["heldout"]
     pairs = load_pairs()

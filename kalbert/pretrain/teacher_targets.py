@@ -17,10 +17,12 @@ import logging
 
 import numpy as np
 import sentencepiece as spm
+import torch
 
 from kalbert.errors import KalbertError
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.shards import InstanceSet
+from kalbert.pretrain.speed import native_bf16
 from kalbert.vocab.files import SPIECE
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,12 @@ def instance_texts(instances: InstanceSet, indices: np.ndarray, processor: spm.S
         b = [t for t in instance.ids[2 + instance.length_a:-1].tolist() if t != unk]
         texts.append(f"{processor.decode(a)} {processor.decode(b)}".strip())
     return texts
+
+
+def teacher_bf16(run_bf16: bool) -> bool:
+    """Whether a run's teacher encodes under bf16: when the run trains in bf16 and the CPU, where teachers run, has
+    native bf16 (bf16 and fp32 vectors are cached apart, so a benchmark rereading a run's cache must agree)."""
+    return run_bf16 and native_bf16(torch.device("cpu")) is not None
 
 
 def teacher_targets(teacher_spec: str, data: PretrainingData, wanted: dict[str, np.ndarray], hidden_size: int,

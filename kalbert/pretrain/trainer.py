@@ -41,9 +41,9 @@ from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
 from kalbert.pretrain.run_state import StopFlag, prepare_run_folder, rng_state, set_rng_state
 from kalbert.pretrain.shards import InstanceSet
-from kalbert.pretrain.speed import choose_attention, choose_bf16, native_bf16
+from kalbert.pretrain.speed import choose_attention, choose_bf16
 from kalbert.pretrain.sums import StepSums
-from kalbert.pretrain.teacher_targets import teacher_targets
+from kalbert.pretrain.teacher_targets import teacher_bf16, teacher_targets
 from kalbert.vocab import grow_embeddings
 from kalbert.vocab.files import SPIECE
 
@@ -172,8 +172,7 @@ class Trainer:
         if not self.env.is_main:
             self.env.barrier()
         vectors = teacher_targets(self.config.distill_teacher, self.data, wanted, _hidden_size(self.config, self.data),
-                                  bf16=bool(self.config.bf16) and native_bf16(torch.device("cpu")) is not None,
-                                  progress=self.env.is_main)
+                                  bf16=teacher_bf16(bool(self.config.bf16)), progress=self.env.is_main)
         if self.env.is_main:
             self.env.barrier()
         return vectors
