@@ -27,6 +27,7 @@ from sts_dev import SETS, load_pairs, score
 from transformers import AlbertConfig
 
 from kalbert.io import atomic_write_json, atomic_write_text
+from kalbert.pretrain.config import run_bf16
 from kalbert.pretrain.curves import heldout_with_tokens, plot_heldout_by_tokens
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.presets import describe
@@ -60,7 +61,7 @@ def main() -> None:
     data = PretrainingData.open(data_dir)
     hidden = read_json(Path(init_from) / "config.json")["hidden_size"]
     first_config = next(iter(metas.values()))["config"]
-    bf16 = teacher_bf16(bool(first_config["bf16"]))  # as the runs encoded it
+    bf16 = teacher_bf16(run_bf16(first_config))  # as the runs encoded it
     everything = {"heldout": np.arange(len(data.split("heldout")))}
     teacher = teacher_targets(args.teacher, data, everything, hidden, bf16=bf16)["heldout"]
     pairs = load_pairs()

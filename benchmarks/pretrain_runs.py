@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from kalbert.pretrain.batches import make_batch
+from kalbert.pretrain.config import run_bf16
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.masking import MaskingConfig
 from kalbert.pretrain.objective import PretrainingObjective
@@ -90,7 +91,7 @@ def score_heldout(model_dir: Path, config: dict, data: PretrainingData, indices:
         part = indices[first : first + batch_size]
         batch = make_batch(heldout, part, (seed, EVAL_STREAM, 0), masking, data.vocab_size, None,
                            torch.device("cpu"), teacher)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(config["bf16"])):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run_bf16(config)):
             out = objective(**batch.inputs)
         mlm_correct += float(out["mlm_correct"])
         masked += float(out["masked"])

@@ -47,6 +47,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from transformers import AlbertForPreTraining, AutoTokenizer, DataCollatorForLanguageModeling
 
+from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.pretrain.config import PretrainConfig
 from kalbert.pretrain.distributed import setup_distributed
@@ -165,8 +166,8 @@ class KalbertRecipe:
 def make_trainer(data: str, preset: str, bf16: bool, pack: bool, attention: str, compiled: bool, batch_size: int,
                  out: Path) -> Trainer:
     config = PretrainConfig(data=data, out=str(out), model=ModelConfig(preset=preset), batch_size=batch_size,
-                            max_steps=100_000, bf16=bf16, pack=pack, attention=attention, compile=compiled,
-                            tensorboard=False)
+                            max_steps=100_000, precision="bf16" if bf16 else "fp32", pack=pack, attention=attention,
+                            compile=compiled, tensorboard=False)
     return Trainer(config, setup_distributed(), overwrite=True)
 
 
@@ -243,7 +244,8 @@ def bench_preset(args: argparse.Namespace, preset: str, peaks: dict[str, float],
 def markdown(report: dict) -> str:
     peaks = report["matmul_peak_gflops"]
     lines = ["# Pretraining throughput (one process)", "", f"```\n{report['command']}\n```", "",
-             f"Batch {report['batch']}; {report['torch_threads']} torch threads on {report['cpu_count']} CPUs; "
+             f"Batch {report['batch']}; {report['torch_threads']} torch threads on {report['cpu_count']} CPUs "
+             f"({describe_cpu(report.get('hardware'))}); "
              f"matmul peak here: {peaks['fp32']:.0f} GFLOP/s fp32, {peaks['bf16']:.0f} GFLOP/s bf16; load average "
              f"before/after: {report['load_average_before'][0]:.1f} / {report['load_average_after'][0]:.1f}.", ""]
     for preset, result in report["presets"].items():
@@ -297,7 +299,7 @@ def main() -> None:
         "command": shlex.join(["python", "benchmarks/pretrain_throughput.py", *sys.argv[1:]]),
         "batch": f"{args.batch_size} instances of <= 128 tokens", "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(), "load_average_before": load_before, "load_average_after": os.getloadavg(),
-        "matmul_peak_gflops": peaks, "presets": presets, "note": args.note,
+        "matmul_peak_gflops": peaks, "presets": presets, "note": args.note, "hardware": hardware_block(),
     }
     args.results.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.results / f"{NAME}.json", report)

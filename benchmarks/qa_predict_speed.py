@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from kalbert.data import load_qa
+from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.tasks.qa import QAModel
 
@@ -104,7 +105,8 @@ def main() -> None:
                      "speedup": best["usual transformers recipe"] / best["kalbert qa predict"]})
     report = {"command": shlex.join([sys.executable.rsplit("/", 1)[-1], *sys.argv]), "questions": len(items),
               "threads": args.threads, "rows": rows, "load_average_before": load_before,
-              "load_average_after": os.getloadavg(), "torch": torch.__version__, "note": args.note}
+              "load_average_after": os.getloadavg(), "torch": torch.__version__, "note": args.note,
+              "hardware": hardware_block()}
     RESULTS.mkdir(exist_ok=True)
     atomic_write_json(RESULTS / f"{NAME}.json", report)
     table = ["| model | layers | kalbert qa predict (ms/question) | usual transformers recipe (ms/question) | ratio |",
@@ -113,7 +115,8 @@ def main() -> None:
               f"{r['ms_per_question']['usual transformers recipe']:.1f} | {r['speedup']:.2f}x |" for r in rows]
     text = "\n".join([
         "# Extractive QA: answering one question at a time", "", "```", report["command"], "```", "",
-        f"{len(items)} KorQuAD test questions (kalbert's held-out part), batch 1, {args.threads} torch threads, "
+        f"{len(items)} KorQuAD test questions (kalbert's held-out part), batch 1, {args.threads} torch threads "
+        f"on {describe_cpu(report['hardware'])}, "
         f"best of {args.rounds} interleaved rounds; load average before/after: {load_before[0]:.2f} / "
         f"{report['load_average_after'][0]:.2f}.", "", *table, "",
         f"Conditions: {args.note}", ""])

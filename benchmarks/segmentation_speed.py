@@ -25,6 +25,7 @@ from pathlib import Path
 import mecab
 
 from kalbert.data import data_path
+from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.text import make_segmenter, normalize_text, segment_lines
 
 HERE = Path(__file__).parent
@@ -125,6 +126,7 @@ def main() -> None:
     result = {
         "command": "python " + " ".join(sys.argv),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "hardware": hardware_block(),
         "load_average_1min_at_start": os.getloadavg()[0],
         "text": f"kowiki, first {megabytes(lines):.1f} MB (naive loops on the first {megabytes(naive_lines):.1f} MB)",
         "naive_morphs_mb_s": timed(naive_loop, naive_lines),
@@ -154,7 +156,8 @@ def main() -> None:
                  f"{result['vocab_build_32k_seconds']:.0f} s wall.\n")
     markdown = f"""# Korean segmentation throughput
 
-Command: `{result['command']}` on {result['machine']} (1-minute load average at start:
+Command: `{result['command']}` on {describe_cpu(result['hardware'])}, {result['machine']}
+(1-minute load average at start:
 {result["load_average_1min_at_start"]:.1f}; the rows ran one after another, so other load on the machine
 can skew the ratios); text: {result['text']}.
 

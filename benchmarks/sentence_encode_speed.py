@@ -37,6 +37,7 @@ import numpy as np
 from kalbert.artifact import read_meta
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
+from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.sentence import encode, load_sentence_model
 from kalbert.sentence.backends import cpu_int8_config
@@ -92,11 +93,12 @@ def cosine_spearman(run: Encode, batch_size: int) -> float:
     """KorSTS test Spearman x100 of cosine similarity, for encoders that are not SentenceTransformers
     (the same number :func:`evaluate_sts` computes for those that are)."""
     from scipy.stats import spearmanr
+    from sentence_transformers.util import pairwise_cos_sim
 
     pairs = load_sts("korsts", "test")
     left = run([p.sentence1 for p in pairs], batch_size)
     right = run([p.sentence2 for p in pairs], batch_size)
-    cosines = (left * right).sum(1) / (np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1))
+    cosines = pairwise_cos_sim(left, right).numpy()
     return 100 * float(spearmanr(cosines, [p.score for p in pairs]).statistic)
 
 
@@ -191,7 +193,8 @@ def markdown(result: dict[str, Any]) -> str:
         "# Sentence encoding speed on CPU", "", f"`{result['command']}`", "",
         f"{result['sentences']} distinct KorSTS test + stsb-zh test sentences (interleaved) at batch "
         f"{result['batch_size']}; batch 1 on the first {result['batch1_sentences']}, one call per sentence. "
-        f"{result['machine']}, torch threads {result['torch_threads']}; one timed run per row after a warm-up. "
+        f"{describe_cpu(result.get('hardware'))} ({result['machine']}), torch threads {result['torch_threads']}; "
+        "one timed run per row after a warm-up. "
         "The machine is shared: the load average (1 min) before and after each row is in the last column.", "",
         f"| model | variant | params | dim | sentences/s (batch {result['batch_size']}) | ms/sentence (batch 1) "
         "| KorSTS test | load avg |",
@@ -232,6 +235,7 @@ def main() -> None:
         "batch1_sentences": min(args.batch1_sentences, len(sentences)),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
                    f"int8 preset {cpu_int8_config()}",
+        "hardware": hardware_block(),
         "torch_threads": torch.get_num_threads(),
         "load_average_before": load_average(),
     }

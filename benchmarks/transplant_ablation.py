@@ -28,6 +28,7 @@ import torch
 from sts_dev import SETS, load_pairs, score
 
 from kalbert.config import DEFAULT_SEED
+from kalbert.hardware import hardware_block
 from kalbert.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from kalbert.pretrain.presets import describe
 from kalbert.sentence.encoder import encode, load_sentence_model
@@ -176,6 +177,7 @@ def main() -> None:
         "pooling": "attention-masked mean of the last hidden states", "max_length": MAX_LENGTH,
         "batch_size": BATCH_SIZE, "threads": THREADS, "seed": DEFAULT_SEED, "rows": rows,
         "seconds": round(time.perf_counter() - started, 1), "load_average": os.getloadavg(), "note": args.note,
+        "hardware": hardware_block(),
     }
     RESULTS.mkdir(exist_ok=True)
     atomic_write_json(RESULTS / f"{NAME}.json", report)

@@ -28,6 +28,7 @@ class Kind(StrEnum):
     PRETRAINING_RUN = "pretraining-run"
     PRETRAINED_MODEL = "pretrained-model"
     SENTENCE_MODEL = "sentence-model"
+    STATIC_MODEL = "static-model"
     TEACHER = "teacher"
     QA_MODEL = "qa"
     MC_MODEL = "multiple-choice"
@@ -40,6 +41,7 @@ MAKERS = {
     Kind.PRETRAINING_RUN: "kalbert pretrain",
     Kind.PRETRAINED_MODEL: "kalbert pretrain or kalbert transplant",
     Kind.SENTENCE_MODEL: "kalbert sbert export|sts|distill",
+    Kind.STATIC_MODEL: "kalbert static distill|train",
     Kind.TEACHER: "kalbert teacher export",
     Kind.QA_MODEL: "kalbert qa train",
     Kind.MC_MODEL: "kalbert mc train",

@@ -219,7 +219,8 @@ def read_config_file(path: str | Path, cls: type, stage: str | None = None) -> d
         raise KalbertError(f"config {path} is not a mapping of settings")
     if "kind" in values and "kalbert_version" in values:  # an artifact's record, not a config file
         values = _recorded_config(values, path, stage)
-    return flatten_values(cls, values, str(path))
+    upgrade = getattr(cls, "upgrade_values", None)  # settings renamed since older records were written
+    return flatten_values(cls, upgrade(values) if upgrade else values, str(path))
 
 
 def _recorded_config(meta: dict[str, Any], path: Path, stage: str | None) -> dict[str, Any]:

@@ -97,3 +97,34 @@ def _write_tiny_albert(folder: Path, vocab: Path, head: str = "AlbertForPreTrain
 def make_tiny_albert():
     """The one builder of tiny random ALBERT checkpoints: ``make_tiny_albert(folder, vocab, head=..., ...)``."""
     return _write_tiny_albert
+
+
+@pytest.fixture
+def fake_cpu(monkeypatch):
+    """``fake(flags, arch="x86_64", model=...)`` makes every hardware question (kalbert.hardware and all that
+    asks it: bf16 and int8 choices, ``kalbert env``, results' hardware blocks) see that CPU for this test.
+
+    It replaces the two readers under :mod:`kalbert.hardware` with a synthetic ``/proc/cpuinfo`` (x86
+    ``flags`` or ARM ``Features`` lines) and ``platform.machine()``, so the parser runs too."""
+    from kalbert import hardware
+
+    def fake(flags: set[str] | frozenset[str], arch: str = "x86_64", model: str = "Fake CPU",
+             cpus: int = 4) -> frozenset[str]:
+        arm = hardware.normalise_arch(arch) == "aarch64"
+        blocks = []
+        for cpu in range(cpus):
+            lines = [f"processor\t: {cpu}"]
+            if arm:
+                lines += [f"Features\t: {' '.join(sorted(flags))}", "CPU implementer\t: 0x41", "CPU part\t: 0xd0c"]
+            else:
+                lines += [f"model name\t: {model}", "physical id\t: 0", f"core id\t\t: {cpu}",
+                          f"flags\t\t: {' '.join(sorted(flags))}"]
+            blocks.append("\n".join(lines))
+        text = "\n\n".join(blocks) + "\n"
+        if arm and model != "Fake CPU":  # ARM kernels print no model name; a test may still want one
+            text = f"model name\t: {model}\n" + text
+        monkeypatch.setattr(hardware, "_cpuinfo_text", lambda: text)
+        monkeypatch.setattr(hardware, "_machine", lambda: arch)
+        return frozenset(flags)
+
+    return fake

@@ -74,7 +74,7 @@ def test_registry_names_and_kinds() -> None:
     expected = {
         "kowiki", "nsmc", "zh-laws", "zh-clue", "korsts", "klue-sts", "kornli", "kobest-copa",
         "kobest-hellaswag", "kobest-boolq", "korquad", "stsb-zh", "cnsd-stsb", "afqmc", "lcqmc", "pawsx-zh",
-        "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "stsb-en", "parallel-stsb-train",
+        "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "drcd", "stsb-en", "parallel-stsb-train",
         "parallel-xnli-dev", "parallel-xnli-test", "tatoeba-en-zh", "tatoeba-en-ko", "news-en-ko",
     }
     assert set(list_datasets()) == expected

@@ -10,8 +10,8 @@ import pytest
 
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
-from kalbert.sentence.corpus import sample_sentences
 from kalbert.teachers.cache import EmbeddingCache
+from kalbert.teachers.corpus import sample_sentences
 from kalbert.teachers.e5_file import dequantize_q4_0, precompiled_charsmap
 from kalbert.text.balance import temperature_quotas
 

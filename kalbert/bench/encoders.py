@@ -41,6 +41,7 @@ class SentenceModelEncoder:
         batch_size: int = 32,
         progress: bool = True,
         backend: str = "torch",
+        bf16: bool = False,
     ) -> None:
         from kalbert.sentence import is_sentence_model, load_sentence_model
 
@@ -63,16 +64,23 @@ class SentenceModelEncoder:
         self.path = str(path) if kind == "kalbert" else None
         self.batch_size = batch_size
         self.progress = progress
+        self.bf16 = bf16
+        """encode under bf16 autocast (PyTorch backend only)"""
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        from kalbert.precision import autocast
         from kalbert.sentence import encode
 
-        return encode(self.model, sentences, batch_size=self.batch_size, show_progress=self.progress)
+        with autocast("cpu", self.bf16):
+            return encode(self.model, sentences, batch_size=self.batch_size, show_progress=self.progress)
 
     def settings(self) -> dict[str, Any]:
+        from kalbert.sentence.encoder import token_limit
+
         return {
             "backend": self.backend,
+            "precision": "bf16" if self.bf16 else "fp32",
             "batch_size": self.batch_size,
-            "max_seq_length": self.model.max_seq_length,
+            "max_seq_length": token_limit(self.model),
             "dimension": self.model.get_embedding_dimension(),
         }

@@ -21,7 +21,11 @@ def _rowdot(a, b) -> np.ndarray:
 
 
 def paired_cosine(a, b) -> np.ndarray:
-    """Cosine similarity of row i of ``a`` with row i of ``b`` (dense or sparse); zero rows give 0."""
+    """Cosine similarity of row i of ``a`` with row i of ``b`` (dense or sparse); zero rows give 0.
+
+    Not ``sentence_transformers.util.pairwise_cos_sim``: it takes no scipy matrices and computes sparse rows in
+    float32, which moves the TF-IDF baseline's recorded Spearman (KorSTS test 65.9118 -> 65.9119, STS-B zh
+    62.3464 -> 62.3459)."""
     dot = _rowdot(a, b)
     norms = np.sqrt(_rowdot(a, a) * _rowdot(b, b))
     return np.divide(dot, norms, out=np.zeros_like(dot, dtype=np.float64), where=norms > 0)

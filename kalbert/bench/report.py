@@ -2,13 +2,15 @@
 
 The same JSON files always give the same bytes: rows, columns and files are put in a fixed order,
 numbers have a fixed format, nothing time- or machine-dependent (dates, wall times, absolute paths)
-is written, and the PNGs are drawn with matplotlib's default style on the Agg canvas without the
-"Software" metadata stamp. A test regenerates the committed report and compares the bytes.
+is written (the CPU each file's figures came from is read from the file), and the PNGs are drawn with
+matplotlib's default style on the Agg canvas without the "Software" metadata stamp.
+A test regenerates the committed report and compares the bytes.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 from collections import defaultdict
@@ -20,6 +22,7 @@ from kalbert.bench.anchors import ANCHORS, Anchor
 from kalbert.bench.results import ResultsFile, read_results
 from kalbert.bench.tasks import GROUPS, METRIC_LABELS, TASK_ORDER, task_group, task_label
 from kalbert.errors import KalbertError
+from kalbert.hardware import describe_cpu
 from kalbert.io import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -165,14 +168,41 @@ def _commands_markdown(files: list[tuple[str, ResultsFile]]) -> list[str]:
         "",
         f"Regenerate this file and its charts: `{REPORT_COMMAND}`",
         "",
-        "| Results file | Model | kalbert | Command | Note |",
-        "|---|---|---|---|---|",
+        "| Results file | Model | kalbert | Command | CPU (wall times) | Note |",
+        "|---|---|---|---|---|---|",
     ]
     for name, results in files:
         lines.append(
             f"| `{name}` | {_md_cell(results.model)} | {results.kalbert_version} | "
-            f"`{_md_cell(results.command)}` | {_md_cell(results.note) or MISSING} |"
+            f"`{_md_cell(results.command)}` | {_md_cell(describe_cpu(results.hardware))} | "
+            f"{_md_cell(results.note) or MISSING} |"
         )
+    return lines + [""]
+
+
+SPEED_NAMES = ("_speed.json", "_throughput.json")
+
+
+def _speed_file(name: str, data: object) -> bool:
+    """A speed benchmark's JSON beside the results (its figures depend on the CPU)."""
+    return isinstance(data, dict) and (name.endswith(SPEED_NAMES) or "hardware" in data)
+
+
+def _speed_markdown(speed: list[tuple[str, dict]]) -> list[str]:
+    lines = [
+        "## Speed figures: the CPU each came from",
+        "",
+        "Speed depends on the CPU's instruction sets (native bf16, int8 dot products): read each figure with",
+        "its machine (`kalbert env` shows the one at hand). Files written before kalbert recorded the machine",
+        "say \"CPU not recorded\".",
+        "",
+        "| Speed results | Command | CPU |",
+        "|---|---|---|",
+    ]
+    for name, data in speed:
+        command = data.get("command")
+        lines.append(f"| `{name}` | {f'`{_md_cell(command)}`' if command else MISSING} | "
+                     f"{_md_cell(describe_cpu(data.get('hardware')))} |")
     return lines + [""]
 
 
@@ -260,10 +290,15 @@ def write_report(paths: Iterable[str | Path], out: str | Path) -> list[Path]:
     if len(set(names)) != len(names):
         raise KalbertError("two results files share a file name", "give each model run its own name")
     files = []
+    speed: list[tuple[str, dict]] = []
     for path in paths:
         results = read_results(path, skip_foreign=True)
         if results is None:
-            log.warning("skipping %s: not a kalbert bench results file", path)
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if _speed_file(path.name, data):
+                speed.append((path.name, data))
+            else:
+                log.warning("skipping %s: not a kalbert bench results file", path)
         else:
             files.append((path.name, results))
     if not files:
@@ -281,5 +316,7 @@ def write_report(paths: Iterable[str | Path], out: str | Path) -> list[Path]:
         lines += _group_markdown(group, columns, table, png.name)
     lines += _anchor_markdown(ANCHORS)
     lines += _commands_markdown(files)
+    if speed:
+        lines += _speed_markdown(speed)
     atomic_write_text(out, "\n".join(lines).rstrip("\n") + "\n")
     return [out, *written]

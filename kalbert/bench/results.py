@@ -5,6 +5,7 @@ Layout (``kalbert-bench/1``)::
     {"format": "kalbert-bench/1", "model": "minilm", "model_kind": "baseline", "model_path": ...,
      "settings": {...},
      "command": "kalbert bench run ...", "kalbert_version": "0.1.0", "versions": {...},
+     "hardware": {"cpu": "AMD EPYC", "instruction_sets": [...], ...},  (kalbert.hardware.hardware_block)
      "wall_seconds": 12.3, "note": "",
      "results": [{"task", "dataset", "split", "lang", "group", "label", "setting", "metric",
                   "value", "n", "wall_seconds", ...}]}
@@ -24,6 +25,7 @@ from typing import Any
 
 from kalbert import __version__
 from kalbert.errors import KalbertError
+from kalbert.hardware import hardware_block
 from kalbert.io import atomic_write_json
 
 FORMAT = "kalbert-bench/1"
@@ -55,6 +57,9 @@ class ResultsFile:
     kalbert_version: str = __version__
     versions: dict[str, str] = field(default_factory=dict)
     """library versions the numbers were computed with"""
+    hardware: dict[str, Any] | None = None
+    """the machine the numbers (wall times) came from (:func:`kalbert.hardware.hardware_block`); None in
+    files written before it was recorded"""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +71,7 @@ class ResultsFile:
             "command": self.command,
             "kalbert_version": self.kalbert_version,
             "versions": self.versions,
+            "hardware": self.hardware,
             "wall_seconds": round(self.wall_seconds, 2),
             "note": self.note,
             "results": self.results,
@@ -136,6 +142,7 @@ def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | 
             note=data.get("note", ""),
             kalbert_version=data["kalbert_version"],
             versions=data.get("versions", {}),
+            hardware=data.get("hardware"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise KalbertError(f"{path} is a damaged {FORMAT} file ({exc})", regenerate) from None
@@ -162,6 +169,7 @@ def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, n
         wall_seconds=summary["wall_seconds"],
         note=note,
         versions=library_versions(),
+        hardware=summary.get("hardware") or hardware_block(),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +18,10 @@ from tqdm.auto import tqdm
 from kalbert.bench.encoders import Encoder
 from kalbert.bench.metrics import best_threshold_accuracy, choice_accuracy, paired_cosine, pearson, spearman
 from kalbert.bench.results import ResultsFile, library_versions
-from kalbert.bench.tasks import MC, PAIRS, STS, BenchTask
-from kalbert.data import load_mc, load_pairs, load_sts
+from kalbert.bench.tasks import MC, PAIRS, RETRIEVAL, STS, BenchTask
+from kalbert.data import load_mc, load_pairs, load_parallel, load_sts
+from kalbert.hardware import hardware_block
+from kalbert.precision import Precision
 from kalbert.sentence import Backend
 from kalbert.sentence.collapse import cosines_collapsed
 
@@ -42,6 +45,9 @@ class BenchRunConfig:
     """sentences per encoding batch"""
     backend: Backend = "torch"
     """run a sentence model in PyTorch or from its ONNX files (kalbert sbert export --backend onnx)"""
+    precision: Precision = "fp32"
+    """fp32 (default: the same scores on every CPU), bf16 (autocast; faster where the CPU has native bf16) or
+    auto (bf16 exactly where native); PyTorch models only, recorded in the results' settings"""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,30 @@ def _index(pairs: list[tuple[str, str]]) -> tuple[list[str], np.ndarray, np.ndar
     return list(ids), left, right
 
 
+def _translation_pairs(task: BenchTask) -> TaskData:
+    """Rows whose source and target sentences are each unique, so every query has one right answer."""
+    source, target = task.lang.split("-")
+    parallel = load_parallel(task.dataset)
+    columns = [parallel.languages.index(source), parallel.languages.index(target)]
+    rows = [(row[columns[0]], row[columns[1]]) for row in parallel.rows]
+    counts = [Counter(row[c] for row in rows) for c in (0, 1)]
+    rows = [(a, b) for a, b in rows if counts[0][a] == 1 and counts[1][b] == 1 and a != b]
+    n = len(rows)
+    sentences = [a for a, _ in rows] + [b for _, b in rows]
+    return TaskData(sentences, np.arange(n), np.arange(n, 2 * n), np.arange(n))
+
+
+def retrieval_accuracy(source: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    """Top-1 accuracy x100 of finding row i of ``target`` for row i of ``source`` by cosine among all of
+    ``target``, and the same the other way round."""
+    from sentence_transformers.util import cos_sim
+
+    similarity = cos_sim(source, target).numpy()
+    gold = np.arange(len(source))
+    return (100.0 * float(np.mean(similarity.argmax(axis=1) == gold)),
+            100.0 * float(np.mean(similarity.argmax(axis=0) == gold)))
+
+
 def load_task(task: BenchTask) -> TaskData:
     """Read the task's split through the data registry (its errors name the missing files)."""
     if task.kind == STS:
@@ -77,6 +107,8 @@ def load_task(task: BenchTask) -> TaskData:
         rows = load_pairs(task.dataset, task.split)
         sentences, left, right = _index([(r.sentence1, r.sentence2) for r in rows])
         return TaskData(sentences, left, right, np.array([r.label for r in rows]))
+    if task.kind == RETRIEVAL:
+        return _translation_pairs(task)
     examples = load_mc(task.dataset, task.split)
     n_choices = len(examples[0].choices)
     if any(len(e.choices) != n_choices for e in examples):
@@ -120,11 +152,17 @@ def evaluate(encoder: Encoder, task: BenchTask, data: TaskData) -> list[dict[str
     """One result record per metric of ``task``."""
     start = time.perf_counter()
     vectors = encoder.encode(data.sentences, task.lang)
-    similarity = paired_cosine(vectors[data.left], vectors[data.right])
-    scores = score_task(task, data, similarity)
+    if task.kind == RETRIEVAL:
+        forward, backward = retrieval_accuracy(vectors[data.left], vectors[data.right])
+        source, target = task.lang.split("-")
+        scores = {"accuracy": ((forward + backward) / 2, {"criterion": "top-1 translation, mean of both directions",
+                                                          f"{source}_to_{target}": round(forward, 4),
+                                                          f"{target}_to_{source}": round(backward, 4)})}
+    else:
+        scores = score_task(task, data, paired_cosine(vectors[data.left], vectors[data.right]))
     wall = time.perf_counter() - start
     n = len(data.gold)
-    setting = "zero-shot cosine" if task.kind == MC else "cosine"
+    setting = {MC: "zero-shot cosine", RETRIEVAL: "cosine, nearest of all"}.get(task.kind, "cosine")
     return [
         {
             "task": task.name,
@@ -155,6 +193,9 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
     records: list[dict[str, Any]] = []
     progress = tqdm(tasks, desc=f"bench {encoder.name}", unit="task")
     for task in progress:
+        if task.cross_lingual and not getattr(encoder, "cross_lingual", True):
+            log.info("%s: skipped, %s cannot compare sentences across languages", task.name, encoder.name)
+            continue
         progress.set_postfix_str(task.name)
         records += evaluate(encoder, task, data[task.name])
     return ResultsFile(
@@ -166,4 +207,5 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
         settings=encoder.settings(),
         wall_seconds=time.perf_counter() - started,
         versions=library_versions(),
+        hardware=hardware_block(),
     )

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from kalbert.errors import KalbertError
 
-STS, PAIRS, MC = "sts", "pairs", "mc"
+STS, PAIRS, MC, RETRIEVAL = "sts", "pairs", "mc", "retrieval"
 
 # Report sections, in the order they appear in RESULTS.md.
-GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Multiple choice",
+GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Cross-lingual retrieval", "Multiple choice",
           "Multiple choice (fine-tuned)", "Extractive QA")
 
 METRIC_LABELS = {
@@ -37,9 +37,10 @@ class BenchTask:
     split: str
     """the split evaluated; fixed so that numbers are comparable with published ones"""
     kind: str
-    """"sts" (graded 0-5 scores), "pairs" (binary labels) or "mc" (zero-shot multiple choice)"""
+    """"sts" (graded 0-5 scores), "pairs" (binary labels), "mc" (zero-shot multiple choice) or "retrieval"
+    (find each sentence's translation among all the other language's sentences)"""
     lang: str
-    """"ko" or "zh": picks the TF-IDF baseline's fitting corpus"""
+    """"ko" or "zh": picks the TF-IDF baseline's fitting corpus; "ko-zh" etc. for retrieval (source-target)"""
     group: str
     """report section (one of GROUPS)"""
     label: str
@@ -48,7 +49,12 @@ class BenchTask:
     @property
     def metrics(self) -> tuple[str, ...]:
         """Metrics in report order; the first is the one charted."""
-        return {STS: ("spearman", "pearson"), PAIRS: ("spearman", "accuracy"), MC: ("accuracy",)}[self.kind]
+        return {STS: ("spearman", "pearson"), PAIRS: ("spearman", "accuracy"), MC: ("accuracy",),
+                RETRIEVAL: ("accuracy",)}[self.kind]
+
+    @property
+    def cross_lingual(self) -> bool:
+        return "-" in self.lang
 
 
 TASKS: dict[str, BenchTask] = {
@@ -61,6 +67,12 @@ TASKS: dict[str, BenchTask] = {
         BenchTask("lcqmc", "lcqmc", "test", PAIRS, "zh", "Chinese pair classification", "LCQMC"),
         BenchTask("pawsx-zh", "pawsx-zh", "test", PAIRS, "zh", "Chinese pair classification", "PAWS-X zh"),
         BenchTask("afqmc", "afqmc", "dev", PAIRS, "zh", "Chinese pair classification", "AFQMC"),
+        BenchTask("xnli-ko-zh", "parallel-xnli-test", "all", RETRIEVAL, "ko-zh", "Cross-lingual retrieval",
+                  "XNLI ko<->zh"),
+        BenchTask("xnli-ko-en", "parallel-xnli-test", "all", RETRIEVAL, "ko-en", "Cross-lingual retrieval",
+                  "XNLI ko<->en"),
+        BenchTask("xnli-zh-en", "parallel-xnli-test", "all", RETRIEVAL, "zh-en", "Cross-lingual retrieval",
+                  "XNLI zh<->en"),
         BenchTask("kobest-copa", "kobest-copa", "test", MC, "ko", "Multiple choice", "KoBEST COPA"),
         BenchTask("xcopa-zh", "xcopa-zh", "test", MC, "zh", "Multiple choice", "XCOPA zh"),
     )
@@ -72,6 +84,7 @@ SELECTIONS: dict[str, tuple[str, ...]] = {
     "sts": tuple(name for name, task in TASKS.items() if task.kind == STS),
     "pairs": tuple(name for name, task in TASKS.items() if task.kind == PAIRS),
     "mc": tuple(name for name, task in TASKS.items() if task.kind == MC),
+    "retrieval": tuple(name for name, task in TASKS.items() if task.kind == RETRIEVAL),
     "ko": tuple(name for name, task in TASKS.items() if task.lang == "ko"),
     "zh": tuple(name for name, task in TASKS.items() if task.lang == "zh"),
 }

@@ -43,11 +43,14 @@ def register(nouns) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from kalbert.bench import load_encoder, run_bench, select_tasks, write_results
+    from kalbert.lineage import refuse_trained_on
 
     started = time.perf_counter()
     config = config_from_args(args)
     tasks = select_tasks(config.tasks)
-    encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend)
+    refuse_trained_on(config.model, [f"{task.dataset}:{task.split}" for task in tasks], "the benchmark")
+    encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend,
+                           precision=config.precision)
     results = run_bench(encoder, tasks, render_command("kalbert bench run", config), started=started)
     write_results(config.out, results)
     for record in results.results:

@@ -19,7 +19,8 @@ from kalbert import __version__
 from kalbert.errors import KalbertError
 
 # One module per noun under kalbert/cli/, each with register(subparsers).
-NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "bench", "mc", "qa", "sbert", "search", "teacher"]
+NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "bench", "mc", "qa", "sbert", "static", "search",
+         "teacher", "env"]
 
 EPILOG = """examples:
   kalbert vocab build --lang ko --inputs kowiki nsmc --vocab-size 32000 --out vocab/ko-32k

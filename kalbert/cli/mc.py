@@ -13,6 +13,7 @@ from kalbert.cli.common import (
     config_from_args,
     results_command,
 )
+from kalbert.precision import PRECISION_HELP, PRECISIONS
 
 HELP = "multiple choice: fine-tune ALBERT, predict"
 
@@ -50,6 +51,7 @@ def register(nouns) -> None:
         "--question", default="", help="question text (C3), or 원인/결과 / cause/effect for COPA-style tasks"
     )
     predict.add_argument("--choices", required=True, nargs="+", help="two or more candidate answers")
+    predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -75,9 +77,12 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from kalbert.precision import autocast, resolve_precision
     from kalbert.tasks import predict_mc
 
-    probs = predict_mc(args.model, args.context, args.choices, question=args.question)
+    bf16, _ = resolve_precision(args.precision, "cpu")  # predict_mc runs the model on the CPU
+    with autocast("cpu", bf16):
+        probs = predict_mc(args.model, args.context, args.choices, question=args.question)
     best = max(range(len(probs)), key=probs.__getitem__)
     for i, (choice, prob) in enumerate(zip(args.choices, probs, strict=True)):
         print(f"{'*' if i == best else ' '} {prob:.3f}  {choice}")

@@ -17,6 +17,7 @@ from kalbert.cli.common import (
     results_command,
 )
 from kalbert.errors import KalbertError
+from kalbert.precision import PRECISION_HELP, PRECISIONS
 
 HELP = "extractive QA: fine-tune ALBERT, predict, evaluate"
 
@@ -54,6 +55,7 @@ def register(nouns) -> None:
     predict.add_argument("--out", help="(with --jsonl) write the answers here instead of stdout")
     predict.add_argument("--threshold", type=float, default=0.0,
                          help="no answer when the best span's probability (start x end) is below this (0..1)")
+    predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
     evaluate = add_verb(
         verbs,
@@ -119,7 +121,7 @@ def _predict(args: argparse.Namespace) -> int:
     if not args.jsonl and (args.context is None or args.question is None):
         raise KalbertError("give --context and --question (or --jsonl FILE)")
     items = _jsonl_items(args.jsonl) if args.jsonl else [{"context": args.context, "question": args.question}]
-    qa = QAModel(args.model)
+    qa = QAModel(args.model, precision=args.precision)
     answers = qa.answer([i["question"] for i in items], [i["context"] for i in items], args.threshold)
     if not args.jsonl:
         (answer,) = answers

@@ -28,12 +28,18 @@ def register(nouns) -> None:
     export.add_argument("--backend", choices=["torch", "onnx"], default="torch",
                         help="onnx: copy a sentence-model folder and add onnx/model.onnx (checked against PyTorch), "
                              "for --backend onnx|onnx-int8 in search and bench")
-    export.add_argument("--quantize", choices=["int8"], help="with --backend onnx: also write an int8 ONNX file")
+    export.add_argument("--quantize", choices=["int8"],
+                        help="with --backend onnx: also write an int8 ONNX file, named by sentence-transformers "
+                             "after the preset (onnx/model_quint8_avx2.onnx, onnx/model_qint8_avx512.onnx, "
+                             "onnx/model_qint8_avx512_vnni.onnx, onnx/model_qint8_arm64.onnx) and recorded in "
+                             "kalbert.json")
     export.add_argument("--weights", choices=["float32", "float16"], default="float32",
                         help="float16: copy a sentence-model folder with half-size weights (still computed in "
                              "float32), e.g. to ship it")
     export.add_argument("--int8-config", metavar="PRESET",
-                        help="int8 preset: avx512_vnni, avx512, avx2 or arm64 (default: the best for this CPU)")
+                        help="int8 preset: avx512_vnni, avx512, avx2 or arm64 (default: the best for this CPU: "
+                             "avx512_vnni with AVX-512 VNNI or AMX, avx512 with AVX-512, else avx2; arm64 on ARM; "
+                             "`kalbert env` shows what this CPU has)")
     add_overwrite(export)
 
     sts = add_verb(

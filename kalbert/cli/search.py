@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict
 
 from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.precision import PRECISION_HELP, PRECISIONS
 from kalbert.sentence import BACKENDS
 
 HELP = "similarity search over a sentence corpus"
@@ -37,6 +38,8 @@ def register(nouns) -> None:
     query.add_argument("--model", help="sentence model to encode queries (default: the one that built the index)")
     query.add_argument("--backend", choices=BACKENDS,
                        help="torch, onnx or onnx-int8 (default: the backend that built the index)")
+    query.add_argument("--precision", choices=PRECISIONS, default="auto",
+                       help="how the torch backend encodes the queries: " + PRECISION_HELP)
     query.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -52,7 +55,8 @@ def _build(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from kalbert.sentence.search import search_index
 
-    result = search_index(args.index, args.text, k=args.k, model=args.model, backend=args.backend)
+    result = search_index(args.index, args.text, k=args.k, model=args.model, backend=args.backend,
+                          precision=args.precision)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.json:

@@ -1,4 +1,5 @@
-"""`kalbert teacher export|encode`: materialise a teacher, fill its embedding cache ahead of distillation."""
+"""`kalbert teacher export|finetune|encode`: materialise a teacher, fine-tune it on the kit's STS and pair
+train splits, fill its embedding cache ahead of distillation."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import argparse
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
 
-HELP = "teachers for distillation: export, pre-compute embeddings"
+HELP = "teachers for distillation: export, fine-tune, pre-compute embeddings"
 
 
 def register(nouns) -> None:
+    from kalbert.sentence.teacher_finetune import TeacherFinetuneConfig
     from kalbert.teachers.cache import TeacherEncodeConfig
     from kalbert.teachers.export import TeacherExportConfig
 
@@ -22,6 +24,13 @@ def register(nouns) -> None:
         "the package's own engine", "kalbert teacher export multilingual-e5-small --out teachers/me5-small", _export)
     add_config_arguments(export, TeacherExportConfig, positional=("teacher",))
     add_overwrite(export)
+
+    finetune = add_verb(
+        verbs, "finetune", "fine-tune a teacher on the Korean/Chinese STS and pair train splits (token embeddings "
+        "frozen), keeping the best dev checkpoint", "kalbert teacher finetune --out outputs/teachers/me5-small-ft",
+        _finetune)
+    add_config_arguments(finetune, TeacherFinetuneConfig)
+    add_overwrite(finetune)
 
     encode = add_verb(
         verbs, "encode", "encode corpus sentences with a teacher into the resumable embedding cache (kill and "
@@ -41,11 +50,22 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finetune(args: argparse.Namespace) -> int:
+    from kalbert.sentence.sts import summary
+    from kalbert.sentence.teacher_finetune import finetune_teacher
+
+    print(summary(finetune_teacher(config_from_args(args), overwrite=args.overwrite)))
+    return 0
+
+
 def _encode(args: argparse.Namespace) -> int:
-    from kalbert.sentence.distill import corpus_targets
+    from kalbert.precision import resolve_precision
+    from kalbert.teachers.corpus import corpus_targets
 
     config = config_from_args(args)
+    bf16, why = resolve_precision(config.precision, "cpu")
     sentences, cache = corpus_targets(config.teacher, config.corpus, config.max_sentences, config.seed,
-                                      config.cache_dir)
-    print(f"{len(sentences)} sentences cached for {cache.teacher.name} in {cache.folder}")
+                                      config.cache_dir, bf16=bf16)
+    print(f"{len(sentences)} sentences cached for {cache.teacher.name} in {cache.folder} "
+          f"({'bf16' if bf16 else 'fp32'}: {why})")
     return 0

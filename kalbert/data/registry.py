@@ -129,6 +129,9 @@ _DATASETS = [
           "https://github.com/ymcui/cmrc2018", "CC BY-SA 4.0",
           "CMRC 2018 Chinese extractive QA; train is trial plus a fixed part of dev by article, "
           "val/test the other dev parts (QA_CARVES)", ["dev", "test"]),
+    _spec("drcd", "qa", "zh", _each("bench/zh/drcd/DRCD_{}.json", "dev", "test"),
+          "https://github.com/DRCKnowledgeTeam/DRCD", "CC BY-SA 3.0",
+          "DRCD Chinese extractive QA in Traditional script (SQuAD format; the train file is not here)", ["test"]),
     _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
                                    "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
           "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",

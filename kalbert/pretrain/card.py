@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kalbert.hardware import describe_cpu
 from kalbert.io import atomic_write_text
+
+
+def _old_precision(meta: dict) -> str:
+    """The precision of a model exported before --precision (its config said ``bf16: true|false``)."""
+    bf16 = meta["config"].get("bf16")
+    return "precision not recorded" if bf16 is None else "bf16" if bf16 else "fp32"
 
 
 def _command_line(meta: dict) -> str:
@@ -78,6 +85,7 @@ model = AutoModel.from_pretrained("path/to/this/folder")  # or AutoModelForPreTr
   up to {meta['max_seq_length']} tokens ({meta['tokens_seen']:,} tokens seen)
 - data: `{meta['data']}`
 - initialised from: {meta['config'].get('init_from') or 'scratch'}
+- trained on: {describe_cpu(meta.get('hardware'))}, {meta['config'].get('precision') or _old_precision(meta)}
 
 {_command_line(meta)}
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kalbert.errors import KalbertError
+from kalbert.precision import Precision, precision_of
 from kalbert.pretrain.distributed import DistEnv
 from kalbert.pretrain.masking import MaskingConfig
 from kalbert.pretrain.objective import OBJECTIVES
@@ -62,9 +63,10 @@ class PretrainConfig:
     """polynomial decay to zero after warmup (1: linear)"""
     max_grad_norm: float = 1.0
     """gradient clipping by global norm (0: off)"""
-    bf16: bool | None = None
-    """bf16 autocast for the forward pass (default: on where the hardware has native bf16, AVX512-BF16/AMX CPUs
-    and Ampere+ GPUs; a resumed run keeps its own)"""
+    precision: Precision = "auto"
+    """"auto" (bf16 autocast where the hardware has native bf16: AMX, AVX512-BF16, ARM BF16 CPUs and Ampere+
+    GPUs, else fp32; a resumed run keeps its own where this machine runs it natively), "fp32" or "bf16" (bf16
+    without native support is emulated and slower: a warning quotes how much). The run records what it chose."""
     eval_every: int = 500
     """held-out evaluation every N steps (and at the start and the end)"""
     eval_instances: int = 2000
@@ -93,10 +95,35 @@ class PretrainConfig:
     """run the training forward (and its backward) under torch.compile: fused kernels for the price of compiling
     in the first steps; the same losses to rounding"""
 
+    @staticmethod
+    def upgrade_values(values: dict) -> dict:
+        """A recorded config from before --precision (``bf16: true|false|null``) in today's settings."""
+        if "bf16" not in values:
+            return values
+        values = dict(values)
+        values.setdefault("precision", precision_of(values.pop("bf16")) or "auto")
+        return values
+
 
 # config fields that a resumed run may change: they do not change the numbers it computes (beyond rounding)
+# precision too: bf16 autocast changes the numbers only by rounding, and a run moved to a CPU without native
+# bf16 goes on in fp32 ("bf16" is how runs recorded it before --precision)
 FREE_ON_RESUME = {"out", "resume", "eval_every", "save_every", "keep_checkpoints", "log_every", "tensorboard",
-                  "threads", "attention", "compile"}
+                  "threads", "attention", "compile", "precision", "bf16"}
+
+
+def recorded_precision(config: dict) -> str | None:
+    """The precision a recorded run config trained in: "bf16", "fp32", or None (not recorded, or "auto" from
+    a config that was never resolved); reads runs recorded before --precision (``"bf16": true|false``) too."""
+    value = config.get("precision")
+    if value in ("bf16", "fp32"):
+        return value
+    return precision_of(config.get("bf16"))
+
+
+def run_bf16(config: dict) -> bool:
+    """Whether a recorded run trained under bf16 autocast (benchmarks that reread a run's cache must agree)."""
+    return recorded_precision(config) == "bf16"
 
 
 def validate(config: PretrainConfig, env: DistEnv) -> None:

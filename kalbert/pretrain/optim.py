@@ -77,7 +77,12 @@ def make_optimizer(model: torch.nn.Module, name: str, lr: float, weight_decay: f
 
 def warmup_polynomial(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
                       power: float = 1.0) -> LambdaLR:
-    """Linear warmup to the peak rate, then ``(1 - progress) ** power`` decay to zero at ``total_steps``."""
+    """Linear warmup to the peak rate, then ``(1 - progress) ** power`` decay to zero at ``total_steps``.
+
+    Not ``transformers.get_polynomial_decay_schedule_with_warmup`` (``lr_end=0``): its decay is the same, but its
+    warmup gives step s the rate ``s / warmup`` where this gives ``(s + 1) / warmup``, so its first step learns
+    nothing and every warmup step runs one step behind (by peak / warmup) the schedule past runs recorded.
+    """
     def factor(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps

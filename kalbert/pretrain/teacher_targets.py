@@ -23,6 +23,8 @@ from kalbert.errors import KalbertError
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.shards import InstanceSet
 from kalbert.pretrain.speed import native_bf16
+from kalbert.teachers.backends import load_teacher
+from kalbert.teachers.cache import open_cache
 from kalbert.vocab.files import SPIECE
 
 log = logging.getLogger(__name__)
@@ -52,9 +54,6 @@ def teacher_targets(teacher_spec: str, data: PretrainingData, wanted: dict[str, 
     """Per split name, a float16 [split instances, width] table holding the teacher vectors of the ``wanted``
     instances (zeros elsewhere), encoded into the embedding cache where missing (under bf16 autocast with
     ``bf16``). A run wants only the instances its steps visit: a short run need not encode the whole corpus."""
-    from kalbert.sentence.distill import open_cache
-    from kalbert.teachers.backends import load_teacher
-
     teacher = load_teacher(teacher_spec, bf16=bf16)
     if teacher.dimension != hidden_size:
         raise KalbertError(f"teacher {teacher.name} gives {teacher.dimension}-d vectors, the model's hidden size is "

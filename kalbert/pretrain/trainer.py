@@ -28,10 +28,12 @@ from transformers import AlbertForPreTraining
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_language, read_meta
 from kalbert.errors import KalbertError
+from kalbert.hardware import hardware_block
 from kalbert.io import sha256_file
+from kalbert.precision import autocast, resolve_precision
 from kalbert.pretrain.batches import Batch, GlobalBatches, make_batch
 from kalbert.pretrain.checkpoint import load_trainer_state, save_checkpoint
-from kalbert.pretrain.config import PretrainConfig, validate
+from kalbert.pretrain.config import PretrainConfig, recorded_precision, validate
 from kalbert.pretrain.curves import METRICS, truncate_metrics
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.distributed import DistEnv, setup_distributed, teardown_distributed
@@ -41,7 +43,7 @@ from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
 from kalbert.pretrain.run_state import StopFlag, prepare_run_folder, rng_state, set_rng_state
 from kalbert.pretrain.shards import InstanceSet
-from kalbert.pretrain.speed import choose_attention, choose_bf16
+from kalbert.pretrain.speed import choose_attention
 from kalbert.pretrain.sums import StepSums
 from kalbert.pretrain.teacher_targets import teacher_bf16, teacher_targets
 from kalbert.vocab import grow_embeddings
@@ -99,9 +101,10 @@ class Trainer:
         self.env = env
         self.out = Path(config.out)
         recorded = read_meta(self.out).get("config", {}) if config.resume and not overwrite else {}
-        bf16, bf16_reason = choose_bf16(config.bf16, recorded.get("bf16"), env.device)
+        bf16, bf16_reason = resolve_precision(config.precision, env.device, recorded_precision(recorded))
         attention, attention_reason = choose_attention(config.attention, bf16, env.device)
-        self.config = config = replace(config, bf16=bf16, attention=attention)
+        self.bf16 = bf16
+        self.config = config = replace(config, precision="bf16" if bf16 else "fp32", attention=attention)
         self.data = PretrainingData.open(config.data)
         if config.vocab:
             self.data.check_vocab(config.vocab)
@@ -172,7 +175,7 @@ class Trainer:
         if not self.env.is_main:
             self.env.barrier()
         vectors = teacher_targets(self.config.distill_teacher, self.data, wanted, _hidden_size(self.config, self.data),
-                                  bf16=teacher_bf16(bool(self.config.bf16)), progress=self.env.is_main)
+                                  bf16=teacher_bf16(self.bf16), progress=self.env.is_main)
         if self.env.is_main:
             self.env.barrier()
         return vectors
@@ -211,7 +214,7 @@ class Trainer:
                           self.env.device, self.teacher_vectors.get(split))
 
     def _autocast(self):
-        return torch.autocast(self.env.device.type, dtype=torch.bfloat16, enabled=self.config.bf16)
+        return autocast(self.env.device, self.bf16)
 
     def _loss(self, out: dict[str, torch.Tensor], masked_total: torch.Tensor) -> torch.Tensor:
         loss = out["mlm_loss_sum"] / masked_total.clamp(min=1)
@@ -248,7 +251,7 @@ class Trainer:
         if not (sums.is_finite() and torch.isfinite(grad_norm)):
             where = self.last_checkpoint or "none (no checkpoint was saved yet)"
             raise KalbertError(f"the loss became NaN/inf at step {step}; last good checkpoint: {where}",
-                               "lower --lr (or drop --bf16) and restart with --init-from that checkpoint")
+                               "lower --lr (or pass --precision fp32) and restart with --init-from that checkpoint")
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -338,6 +341,7 @@ class Trainer:
                 "model": self.description, "config": asdict(self.config), "data": str(self.data.folder),
                 "data_vocab_sha256": self.data.vocab_sha256, "max_seq_length": self.data.meta["max_seq_length"],
                 "steps": self.step, "tokens_seen": self.tokens_seen, "world_size": self.env.world_size,
+                "hardware": hardware_block(),  # the machine of the last leg (tokens/s in metrics.jsonl)
             }
             export_model(self.model, self.data.vocab_dir, out, meta, self.out / METRICS, title=self.out.name)
         self.env.barrier()

@@ -11,7 +11,7 @@ import typing
 from typing import Any, Literal
 
 _WHERE = {
-    "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "encoder",
+    "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "folder",
     "ExportConfig": "export", "export_sentence_model": "export", "build_sentence_model": "export",
     "STSConfig": "sts", "STSResult": "sts", "train_sts": "sts",
     "DistillConfig": "distill", "DistillResult": "distill", "distill_student": "distill",

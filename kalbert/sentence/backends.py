@@ -1,11 +1,15 @@
 """ONNX files inside a sentence-model folder, for fast CPU serving: export, int8 quantisation, and the checks
 that make loading them safe.
 
-The files sit where sentence-transformers looks for them (``onnx/model.onnx`` and
-``onnx/model_qint8_<config>.onnx`` beside the Transformer module's weights), so plain
-``SentenceTransformer(path, backend="onnx", model_kwargs={"file_name": ...})`` loads them. ``kalbert.json``
-records which files exist and the SHA-256 of the weights they were made from: a file made before the
-weights changed would silently give the old model's vectors, so loading refuses it.
+The files sit where sentence-transformers looks for them (``onnx/model.onnx`` and, beside it, the int8 file
+that ``export_dynamic_quantized_onnx_model`` names after its preset's weight type, e.g.
+``onnx/model_quint8_avx2.onnx`` or ``onnx/model_qint8_avx512_vnni.onnx``; kalbert takes the name from the file
+it wrote, never rebuilds it), so plain ``SentenceTransformer(path, backend="onnx", model_kwargs={"file_name":
+...})`` loads them. ``kalbert.json`` records which files exist, the preset the int8 file was quantised for, the
+machine that made them, and the SHA-256 of the weights they were made from: a file made before the weights
+changed would silently give the old model's vectors, so loading refuses it. A folder exported on another CPU
+loads anywhere: the fp32 file always, the int8 file wherever onnxruntime runs it (else one line naming the
+preset and this CPU).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import platform
 import shutil
 import time
 import warnings
@@ -23,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from kalbert import hardware
 from kalbert.artifact import Kind, read_meta, write_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, sha256_file
 from kalbert.sentence.card import add_stage, write_meta_and_card
-from kalbert.sentence.encoder import is_sentence_model
+from kalbert.sentence.folder import is_sentence_model, module_names
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -74,14 +78,12 @@ def require_onnx() -> None:
 
 
 def cpu_int8_config() -> str:
-    """The sentence-transformers int8 preset for this CPU, from its instruction sets: AVX-512 VNNI runs
-    int8 dot products in one instruction, so a file quantised for it is the fastest where it exists."""
-    if platform.machine().lower() in ("arm64", "aarch64"):
+    """The sentence-transformers int8 preset for this CPU, from its instruction sets (read by
+    :mod:`kalbert.hardware`): AVX-512 VNNI (and AMX machines, which have it) runs int8 dot products in one
+    instruction, so a file quantised for it is the fastest where it exists; AVX2 runs everywhere on x86-64."""
+    if hardware.cpu_arch() == "aarch64":
         return "arm64"
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8").split())
-    except OSError:
-        return "avx2"
+    flags = hardware.cpu_flags()
     if "avx512_vnni" in flags:
         return "avx512_vnni"
     return "avx512" if "avx512bw" in flags else "avx2"
@@ -129,18 +131,30 @@ def onnx_file(folder: str | Path, backend: str) -> str:
     if int8 and record.get("int8_config") != cpu_int8_config():
         log.warning("%s was quantised for %s; this CPU suits %s (re-export here for the best speed)",
                     relative, record.get("int8_config"), cpu_int8_config())
+        check_int8_runs(folder, module_dir / relative, record.get("int8_config"))
     return relative
 
 
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+def check_int8_runs(folder: Path, path: Path, preset: str | None) -> None:
+    """One line naming the preset and this CPU when onnxruntime cannot run an int8 file quantised elsewhere."""
+    import onnxruntime
+
+    try:
+        onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own (Fail, NotImplemented, ...)
+        block = hardware.hardware_block()
+        raise KalbertError(f"onnxruntime cannot run {path.name} (int8 preset {preset}) on this CPU "
+                           f"({hardware.describe_cpu(block)}): {str(exc).strip().splitlines()[0][:200]}",
+                           f"use --backend onnx, or re-export here: {export_command(folder, True)}") from None
 
 
 def _min_cosine(reference: np.ndarray, model: SentenceTransformer) -> float:
     """Smallest cosine to the PyTorch vectors, encoding in one padded batch and one sentence at a time."""
+    from sentence_transformers.util import pairwise_cos_sim
+
     batched = model.encode(CHECK_SENTENCES, batch_size=len(CHECK_SENTENCES), convert_to_numpy=True)
     single = model.encode(CHECK_SENTENCES, batch_size=1, convert_to_numpy=True)
-    return float(min(_cosines(reference, batched).min(), _cosines(reference, single).min()))
+    return float(min(pairwise_cos_sim(reference, batched).min(), pairwise_cos_sim(reference, single).min()))
 
 
 def _export_fp32(model: SentenceTransformer, target: Path) -> None:
@@ -177,9 +191,6 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
     """Copy the sentence model ``config.model`` to ``config.out`` with ONNX fp32 (and int8) files added,
     checked against PyTorch on probe sentences and recorded in ``kalbert.json``; return the folder."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
-
-    from kalbert.sentence.export import module_names
 
     source = Path(config.model).expanduser()
     if not is_sentence_model(source):
@@ -205,9 +216,7 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
             raise KalbertError(f"the ONNX export of {source} disagrees with PyTorch (cosine {cosines['onnx']:.6f} "
                                f"< {MIN_COSINE_FP32})", "report this model and the installed torch/onnx versions")
         if config.quantize == "int8":
-            export_dynamic_quantized_onnx_model(fp32, int8_config, str(module_dir))
-            (quantised,) = set((module_dir / ONNX_DIR).glob("*.onnx")) - {module_dir / FP32_FILE}
-            files["onnx-int8"] = f"{ONNX_DIR}/{quantised.name}"
+            files["onnx-int8"] = _quantise(fp32, int8_config, module_dir)
             cosines["onnx-int8"] = _min_cosine(reference, _load_onnx(tmp, files["onnx-int8"]))
             if cosines["onnx-int8"] < MIN_COSINE_INT8:
                 log.warning("int8 vectors of %s are far from PyTorch's (cosine %.4f); prefer --backend onnx",
@@ -221,6 +230,22 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
         else:  # someone else's folder keeps its own README
             write_meta(tmp, meta)
     return Path(config.out)
+
+
+def _quantise(fp32: SentenceTransformer, int8_config: str, module_dir: Path) -> str:
+    """Write the int8 file for ``int8_config`` and return its path relative to ``module_dir``, as the library
+    named it: the one new file in ``onnx/`` (sentence-transformers names it after the preset's weight type,
+    ``model_quint8_avx2.onnx`` but ``model_qint8_avx512_vnni.onnx``, and may rename it in another version)."""
+    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+
+    before = set((module_dir / ONNX_DIR).glob("*.onnx"))
+    export_dynamic_quantized_onnx_model(fp32, int8_config, str(module_dir))
+    written = sorted(set((module_dir / ONNX_DIR).glob("*.onnx")) - before)
+    if len(written) != 1:
+        raise KalbertError(f"sentence-transformers' int8 export ({int8_config}) wrote {len(written)} new ONNX files "
+                           f"in {module_dir / ONNX_DIR}, expected one", "report the installed "
+                           "sentence-transformers/optimum versions")
+    return f"{ONNX_DIR}/{written[0].name}"
 
 
 def _record(module_dir: Path, files: dict[str, str], cosines: dict[str, float], int8_config: str | None
@@ -238,4 +263,5 @@ def _record(module_dir: Path, files: dict[str, str], cosines: dict[str, float], 
         "check_sentences": len(CHECK_SENTENCES),
         "opset": next(o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")),
         "versions": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
+        "hardware": hardware.hardware_block(),  # the CPU the int8 file was quantised and checked on
     }

@@ -12,6 +12,7 @@ from typing import Any
 
 from kalbert import __version__
 from kalbert.artifact import META_FILE, Kind, invocation, write_meta
+from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_text
 
 
@@ -21,8 +22,10 @@ def new_meta(languages: list[str], source: str) -> dict[str, Any]:
 
 
 def add_stage(meta: dict[str, Any], stage: str, config: dict[str, Any], **facts: Any) -> None:
-    """Record one stage with its resolved config, the command line and measured facts (time, steps)."""
-    meta.setdefault("stages", []).append({"stage": stage, "command": invocation(), "config": config, **facts})
+    """Record one stage with its resolved config, the command line, measured facts (time, steps) and the
+    machine that measured them (:func:`kalbert.hardware.hardware_block`)."""
+    meta.setdefault("stages", []).append({"stage": stage, "command": invocation(), "config": config, **facts,
+                                          "hardware": hardware_block()})
 
 
 def add_metric(meta: dict[str, Any], stage: str, data: str, metric: str, value: float) -> None:
@@ -65,21 +68,29 @@ def render_card(meta: dict[str, Any], modules: list[str], dimension: int, max_se
         "## Measured metrics",
         "",
     ]
+    body += metrics_and_stages(meta, "None measured yet (pass `--eval korsts:dev` to `kalbert sbert export`).")
+    return "\n".join(front + body)
+
+
+def metrics_and_stages(meta: dict[str, Any], none_measured: str) -> list[str]:
+    """A card's metrics table and "How it was made" list (each stage's command and facts), from ``meta``."""
+    body = []
     metrics = meta.get("metrics") or []
     if metrics:
         body += ["| stage | data | metric | value |", "|---|---|---|---|"]
         body += [f"| {m['stage']} | {m['data']} | {m['metric']} | {m['value']:.4f} |" for m in metrics]
     else:
-        body.append("None measured yet (pass `--eval korsts:dev` to `kalbert sbert export`).")
+        body.append(none_measured)
     body += ["", "## How it was made", ""]
     for stage in meta.get("stages") or []:
         command = stage.get("command")
         body.append(f"- **{stage['stage']}**" + (f": `{command}`" if command else " (Python API)"))
-        facts = {k: v for k, v in stage.items() if k not in ("stage", "command", "config")}
+        facts = {k: v for k, v in stage.items() if k not in ("stage", "command", "config", "hardware")}
+        if "hardware" in stage:
+            facts["on"] = describe_cpu(stage["hardware"])
         if facts:
             body.append("  " + ", ".join(f"{k}: {v}" for k, v in facts.items()))
-    body += ["", f"The full configuration of every stage is in `{META_FILE}`.", ""]
-    return "\n".join(front + body)
+    return body + ["", f"The full configuration of every stage is in `{META_FILE}`.", ""]
 
 
 def write_meta_and_card(folder: Path, meta: dict[str, Any], modules: list[str], dimension: int,

@@ -48,13 +48,14 @@ def cosines_collapsed(cosines: np.ndarray) -> bool:
 def check_collapse(embeddings: np.ndarray, min_relative_std: float = MIN_RELATIVE_STD,
                    min_cosine_std: float = MIN_COSINE_STD, max_pairs_sample: int = 512) -> CollapseReport:
     """Measure the spread of ``embeddings`` ([n, dim], n >= 2) and call it collapsed below the thresholds."""
+    from sentence_transformers.util import cos_sim
+
     vectors = np.asarray(embeddings, dtype=np.float64)[:max_pairs_sample]
     if vectors.ndim != 2 or len(vectors) < 2:
         raise ValueError("check_collapse needs at least two embeddings")
     norms = np.linalg.norm(vectors, axis=1)
     relative_std = float(vectors.std(axis=0).mean() / max(norms.mean(), 1e-12))
-    unit = vectors / np.maximum(norms, 1e-12)[:, None]
-    cosines = (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
+    cosines = cos_sim(vectors, vectors).numpy()[np.triu_indices(len(vectors), k=1)]
     mean_cosine, cosine_std = float(cosines.mean()), float(cosines.std())
     collapsed = relative_std < min_relative_std or cosine_std < min_cosine_std
     return CollapseReport(relative_std, mean_cosine, cosine_std, collapsed)

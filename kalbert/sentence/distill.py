@@ -5,7 +5,7 @@ Two sources of rows, mixable in one run:
 - **parallel** (Reimers & Gurevych, 2020): for rows (source, translation...), student(source) and
   student(translation) both learn from teacher(source);
 - **corpus**: monolingual Korean/Chinese sentences (split, NFC, deduplicated, language-balanced; see
-  :mod:`kalbert.sentence.corpus`) that the student learns to embed as a multilingual teacher does.
+  :mod:`kalbert.teachers.corpus`) that the student learns to embed as a multilingual teacher does.
 
 Three losses:
 
@@ -32,20 +32,24 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sentence_transformers.util import cos_sim
 
 from kalbert.artifact import folder_languages, read_meta
 from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, kalbert_cache, open_text, refuse_existing_output
+from kalbert.io import atomic_output_dir, atomic_write_json, open_text, refuse_existing_output
+from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
-from kalbert.sentence.corpus import cached_sample
-from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
+from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import parse_sts_ref, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
+from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
 from kalbert.teachers.backends import Teacher, describe, load_teacher
-from kalbert.teachers.cache import EmbeddingCache
+from kalbert.teachers.cache import EmbeddingCache, open_cache
+from kalbert.teachers.corpus import corpus_sentences
+from kalbert.training import RunFolder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -65,9 +69,8 @@ class SimilarityDistillLoss(torch.nn.Module):
         self.model = model
 
     def forward(self, features: list[dict], labels: torch.Tensor) -> torch.Tensor:
-        student = F.normalize(self.model(features[0])["sentence_embedding"], dim=-1)
-        teacher = F.normalize(labels, dim=-1)
-        return F.mse_loss(student @ student.T, teacher @ teacher.T)
+        student = self.model(features[0])["sentence_embedding"]
+        return F.mse_loss(cos_sim(student, student), cos_sim(labels, labels))
 
 
 class ContrastiveDistillLoss(torch.nn.Module):
@@ -81,13 +84,11 @@ class ContrastiveDistillLoss(torch.nn.Module):
         self.model, self.temperature = model, temperature
 
     def forward(self, features: list[dict], labels: torch.Tensor) -> torch.Tensor:
-        student = F.normalize(self.model(features[0])["sentence_embedding"], dim=-1)
-        teacher = F.normalize(labels, dim=-1)
-        logits = student @ teacher.T / self.temperature
-        same_target = (teacher @ teacher.T > 0.9999) & ~torch.eye(len(teacher), dtype=torch.bool,
-                                                                  device=teacher.device)
+        logits = cos_sim(self.model(features[0])["sentence_embedding"], labels) / self.temperature
+        same_target = (cos_sim(labels, labels) > 0.9999) & ~torch.eye(len(labels), dtype=torch.bool,
+                                                                      device=labels.device)
         logits = logits.masked_fill(same_target, float("-inf"))
-        return F.cross_entropy(logits, torch.arange(len(teacher), device=teacher.device))
+        return F.cross_entropy(logits, torch.arange(len(labels), device=labels.device))
 
 
 @dataclass
@@ -210,29 +211,6 @@ def choose_languages(teacher_langs: list[str], student_langs: list[str], sets: d
     return source, targets
 
 
-def default_cache_dir() -> Path:
-    return kalbert_cache() / "teacher-embeddings"
-
-
-def open_cache(teacher: Teacher, cache_dir: str | None) -> EmbeddingCache:
-    return EmbeddingCache(Path(cache_dir).expanduser() if cache_dir else default_cache_dir(), teacher)
-
-
-def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: EmbeddingCache) -> dict[str, list[str]]:
-    """The sampled corpus sentences per language, each with its teacher vector in ``cache``."""
-    sample = cached_sample(corpus, max_sentences, cache.folder.parent / "samples", seed)
-    cache.fill(sample.all())
-    return sample.sentences
-
-
-def corpus_targets(teacher: str, corpus: list[str], max_sentences: int, seed: int, cache_dir: str | None
-                   ) -> tuple[list[str], EmbeddingCache]:
-    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each."""
-    cache = open_cache(load_teacher(teacher), cache_dir)
-    by_lang = corpus_sentences(corpus, max_sentences, seed, cache)
-    return [s for lang in sorted(by_lang) for s in by_lang[lang]], cache
-
-
 def _rows(sets: dict[str, ParallelSet], source: str, targets: list[str], limit: int | None
           ) -> list[tuple[str, dict[str, str]]]:
     rows: dict[tuple[str, ...], tuple[str, dict[str, str]]] = {}
@@ -245,8 +223,8 @@ def _rows(sets: dict[str, ParallelSet], source: str, targets: list[str], limit: 
 
 
 def _upper_cosines(vectors: np.ndarray) -> np.ndarray:
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
+    """The cosine of every pair of rows (upper triangle, row-major)."""
+    return cos_sim(vectors, vectors).numpy()[np.triu_indices(len(vectors), k=1)]
 
 
 class TeacherAgreement:
@@ -347,11 +325,14 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize
 
     refuse_existing_output(config.out, overwrite)
+    run = RunFolder.open(config.out, asdict(config))
     if not config.parallel and not config.corpus:
         raise KalbertError("no training sentences", "pass --corpus (e.g. kowiki zh-clue) and/or --parallel "
                            "(e.g. parallel-stsb-train tatoeba-en-ko)")
     eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
                                                             else config.eval or [])]
+    for folder in (config.teacher, config.student):
+        refuse_trained_on(folder, eval_refs, "--eval")
     for source in config.parallel:
         read_parallel(source)  # refuse bad parallel data before loading any model
     teacher = load_teacher(config.teacher)
@@ -387,7 +368,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         return float(np.mean([v for k, v in metrics.items() if k.endswith(selector)])), metrics
 
     log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, len(rows.texts), rows.counts)
-    result = fit(student, [task], evaluate, rows.probe, config.loop)
+    result = fit(student, [task], evaluate, rows.probe, config.loop, run)
     if result.best is None:
         raise KalbertError(f"distillation collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
@@ -396,7 +377,8 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     meta["languages"] = student_langs or rows.languages
     meta["teacher"] = {**describe(teacher), "source_lang": source}
     add_stage(meta, "distill", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
-              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **rows.counts)
+              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse,
+              **result.precision_record(), **rows.counts)
     kept = {k: v for k, v in result.best.metrics.items()
             if k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy", "spearman_cosine"))}
     splits = {e.primary_metric: ref for ref, e in zip(eval_refs, sts, strict=True)}
@@ -409,4 +391,5 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         spiece = student_path if (student_path / "spiece.model").is_file() else None
         save_sentence_model(student, tmp, meta, spiece)
         atomic_write_json(tmp / "training_log.json", {"stage": "distill", "history": result.records()})
+    run.remove()
     return DistillResult(Path(config.out), kept, result)

@@ -7,6 +7,7 @@ sentences are encoded once, and the result is always a float32 ``numpy`` array i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,11 +16,13 @@ import numpy as np
 
 from kalbert.errors import KalbertError
 from kalbert.sentence import BACKENDS
+from kalbert.sentence.backends import onnx_file
+from kalbert.sentence.export import build_sentence_model
+from kalbert.sentence.folder import MODULES_FILE, is_sentence_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-MODULES_FILE = "modules.json"
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "sbert-ko-zh-small"
 """The Korean+Chinese sentence model committed in the repository's ``models/``: the default where one is needed."""
 
@@ -30,11 +33,6 @@ def default_sentence_model() -> Path:
         raise KalbertError(f"the shipped sentence model {SHIPPED_MODEL} is not here (kalbert is not run from a "
                            "checkout)", "pass --model FOLDER")
     return SHIPPED_MODEL
-
-
-def is_sentence_model(path: str | Path) -> bool:
-    """True for a SentenceTransformer folder (it has ``modules.json``)."""
-    return (Path(path) / MODULES_FILE).is_file()
 
 
 def load_sentence_model(path: str | Path, device: str | None = None, pooling: str = "mean",
@@ -56,21 +54,23 @@ def load_sentence_model(path: str | Path, device: str | None = None, pooling: st
         if backend != "torch":
             raise KalbertError(f"{path} is not a sentence model (no {MODULES_FILE}), so it has no ONNX files",
                                "export it with `kalbert sbert export`, then `kalbert sbert export --backend onnx`")
-        from kalbert.sentence.export import build_sentence_model
-
         return build_sentence_model(path, pooling=pooling, device=device)
     from sentence_transformers import SentenceTransformer
 
     options: dict[str, Any] = {}
     if backend != "torch":
-        from kalbert.sentence.backends import onnx_file
-
         options = {"backend": "onnx", "model_kwargs": {"file_name": onnx_file(path, backend)}}
     try:
         return SentenceTransformer(str(path), device=device, local_files_only=True, **options)
     except (OSError, ValueError, KeyError) as exc:
         raise KalbertError(f"cannot load the sentence model in {path}: {str(exc).splitlines()[0]}",
                            "re-export it with `kalbert sbert export`") from None
+
+
+def token_limit(model: SentenceTransformer) -> int | None:
+    """Tokens a sentence is truncated to; None for a static model (``StaticEmbedding``), which reads it whole."""
+    limit = model.max_seq_length
+    return int(limit) if limit and math.isfinite(limit) else None
 
 
 def encode(model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 64, normalize: bool = False,

@@ -21,6 +21,8 @@ from kalbert.artifact import folder_languages, read_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
+from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
+from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.vocab.files import SPIECE
 
 if TYPE_CHECKING:
@@ -125,10 +127,6 @@ def set_max_seq_length(model: SentenceTransformer, length: int) -> int:
     return model.max_seq_length
 
 
-def module_names(model: SentenceTransformer) -> list[str]:
-    return [type(module).__name__ for module in model]
-
-
 def save_sentence_model(model: SentenceTransformer, folder: Path, meta: dict, spiece_from: Path | None) -> None:
     """Write the model, its spiece.model, kalbert.json and card into ``folder``, then prove it reloads equal."""
     model.save(str(folder), create_model_card=False)
@@ -153,8 +151,6 @@ def check_roundtrip(model: SentenceTransformer, folder: Path, atol: float = 1e-4
 
 def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path:
     """Export ``config.model`` as a SentenceTransformer folder at ``config.out``; return the folder."""
-    from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
-
     for ref in config.eval:
         parse_sts_ref(ref)  # fail before any work
     started = time.perf_counter()
@@ -179,8 +175,7 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
     import torch
     from safetensors.torch import load_file, save_file
     from sentence_transformers import SentenceTransformer
-
-    from kalbert.sentence.encoder import is_sentence_model
+    from sentence_transformers.util import pairwise_cos_sim
 
     source = Path(model).expanduser()
     if not is_sentence_model(source):
@@ -197,8 +192,7 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
         if next(copy.parameters()).dtype != torch.float32:
             raise RuntimeError(f"{tmp} loads as {next(copy.parameters()).dtype}, expected float32")
         ours = copy.encode(PROBE, convert_to_numpy=True)
-        cosine = float(((ours * reference).sum(1) / np.linalg.norm(ours, axis=1)
-                        / np.linalg.norm(reference, axis=1)).min())
+        cosine = float(pairwise_cos_sim(ours, reference).min())
         if cosine < 0.9999:
             raise KalbertError(f"float16 weights change the embeddings of {source} (cosine {cosine:.6f})",
                                "keep the float32 folder")

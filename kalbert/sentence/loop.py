@@ -1,35 +1,31 @@
-"""A small training loop for sentence-transformers losses, with evaluation, best-checkpoint keeping
-and the collapse guard.
+"""Sentence-transformers training on kalbert's fine-tuning loop (:func:`kalbert.training.train_loop`), with the
+collapse guard.
 
 sentence-transformers' own trainer needs the ``datasets`` library, which kalbert does not depend on;
-its losses and evaluators are plain modules, so this loop feeds them directly: tokenise a batch with
-``model.preprocess``, call the loss, step AdamW with linear warmup/decay. Several tasks (say graded
-STS pairs with CoSENT and NLI pairs with in-batch negatives) are interleaved batch by batch.
+its losses and evaluators are plain modules, so a step tokenises a batch with ``model.preprocess`` and
+calls the loss. Several tasks (say graded STS pairs with CoSENT and NLI pairs with in-batch negatives)
+are interleaved batch by batch. The losses used here compute from the model's embeddings and hold no
+parameters of their own, so training and checkpointing the model covers everything that learns.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import random
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
+from kalbert.precision import Precision
 from kalbert.sentence.collapse import ADVICE, CollapseReport, check_collapse
-from kalbert.training import BestCheckpoint, adamw, linear_warmup
+from kalbert.training import FitResult, LoopSettings, RunFolder, train_loop
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,6 +50,14 @@ class LoopConfig:
     """Seed for shuffling and initialisation."""
     on_collapse: Literal["stop", "warn"] = "stop"
     """What to do when evaluation finds collapsed embeddings: stop training, or warn and go on."""
+    max_grad_norm: float = 1.0
+    """Clip the gradient norm to this before every optimiser step."""
+    precision: Precision = "auto"
+    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
+    fp32 or bf16 to force one. Evaluation always runs in fp32, as the saved model is used."""
+    checkpoint_steps: int = 200
+    """Save a resumable checkpoint in OUT.partial/ every this many steps and after every evaluation; rerunning
+    the same command after a crash resumes from it."""
 
 
 @dataclass
@@ -69,30 +73,6 @@ class TrainTask:
 
     def __len__(self) -> int:
         return len(self.columns[0])
-
-
-@dataclass
-class Evaluation:
-    step: int
-    score: float
-    metrics: dict[str, float]
-    collapse: CollapseReport
-
-
-@dataclass
-class FitResult:
-    """What happened: every evaluation, the best one (whose weights the model now holds), whether it stopped."""
-
-    history: list[Evaluation] = field(default_factory=list)
-    best: Evaluation | None = None
-    steps: int = 0
-    stopped_for_collapse: bool = False
-    seconds: float = 0.0
-
-    def records(self) -> list[dict]:
-        """The evaluations as plain dicts, for ``training_log.json``."""
-        return [{"step": e.step, "score": e.score, "metrics": e.metrics, "collapse": asdict(e.collapse)}
-                for e in self.history]
 
 
 def _batches(tasks: list[TrainTask], batch_size: int, rng: random.Random) -> list[tuple[int, list[int]]]:
@@ -116,70 +96,29 @@ def _to_device(features: dict, device: torch.device) -> dict:
 
 
 def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[], tuple[float, dict[str, float]]],
-        probe: list[str], config: LoopConfig) -> FitResult:
+        probe: list[str], config: LoopConfig, run: RunFolder | None = None) -> FitResult:
     """Train ``model`` on ``tasks``; evaluate on schedule; leave the best evaluated weights in ``model``.
 
     ``evaluate`` returns (score to maximise, all metrics). ``probe`` sentences feed the collapse guard.
+    ``run`` makes the training resumable (see :class:`kalbert.training.RunFolder`).
     """
     tasks = [t for t in tasks if len(t)]
     if not tasks:
         raise KalbertError("no training rows", "check the --train data sets")
-    torch.manual_seed(config.seed)
-    rng = random.Random(config.seed)
-    per_epoch = sum(math.ceil(len(t) / config.batch_size) for t in tasks)
-    total = max(1, math.ceil(config.epochs * per_epoch))
-    total = min(total, config.max_steps) if config.max_steps else total
-    eval_every = config.eval_steps or per_epoch
-    # the losses' own parameters (a projection, a temperature) train with the model
-    parameters = {id(p): p for m in [model, *(t.loss for t in tasks)] for p in m.parameters()}.values()
-    optimizer = adamw(parameters, config.lr, config.weight_decay)
-    scheduler = linear_warmup(optimizer, config.warmup_ratio, total)
-    result = FitResult()
-    best = BestCheckpoint()
-    started = time.perf_counter()
+    # encode() prepends the model's default prompt (e5's "query: "); training must see the same text
+    prompt = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
 
-    def run_evaluation(step: int) -> bool:
-        """Evaluate, keep the best healthy weights; False when training must stop for collapse."""
-        model.eval()
-        with torch.no_grad():
-            score, metrics = evaluate()
-            report = check_collapse(model.encode(probe, convert_to_numpy=True, batch_size=config.batch_size))
-        evaluation = Evaluation(step, score, metrics, report)
-        result.history.append(evaluation)
-        log.info("step %d: score %.4f; %s", step, score, report.describe())
-        tqdm.write(f"step {step}: score {score:.4f}; {report.describe()}")
-        if report.collapsed:
-            log.warning("%s at step %d; %s", report.describe(), step, ADVICE)
-            tqdm.write(f"WARNING: {report.describe()} at step {step}. Try: {ADVICE}")
-        elif step > 0 and best.offer(score, step, model):
-            result.best = evaluation
-        model.train()
-        return not (report.collapsed and config.on_collapse == "stop")
+    def step(batch: tuple[int, list[int]]) -> torch.Tensor:
+        t, rows = batch
+        task = tasks[t]
+        features = [_to_device(model.preprocess([col[i] for i in rows], prompt=prompt), model.device)
+                    for col in task.columns]
+        return task.loss(features, torch.as_tensor(task.labels[rows], dtype=torch.float32, device=model.device))
 
-    run_evaluation(0)
-    model.train()
-    step = 0
-    progress = tqdm(total=total, desc="training", unit="step")
-    while step < total and not result.stopped_for_collapse:
-        for t, rows in _batches(tasks, config.batch_size, rng):
-            task = tasks[t]
-            features = [_to_device(model.preprocess([col[i] for i in rows]), model.device) for col in task.columns]
-            labels = torch.as_tensor(task.labels[rows], dtype=torch.float32, device=model.device)
-            loss = task.loss(features, labels)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            progress.update(1)
-            progress.set_postfix(loss=f"{loss.item():.4f}", task=task.name)
-            if (step % eval_every == 0 or step == total) and not run_evaluation(step):
-                result.stopped_for_collapse = True
-            if step >= total or result.stopped_for_collapse:
-                break
-    progress.close()
-    best.restore(model)
-    model.eval()
-    result.steps, result.seconds = step, time.perf_counter() - started
-    return result
+    def guard() -> CollapseReport:
+        return check_collapse(model.encode(probe, convert_to_numpy=True, batch_size=config.batch_size))
+
+    settings = LoopSettings.of(config, stop_on_collapse=config.on_collapse == "stop", evaluate_first=True,
+                               eval_autocast=False)
+    return train_loop(model, lambda rng: _batches(tasks, config.batch_size, rng), step, evaluate, settings, run=run,
+                      guard=guard, advice=ADVICE)

@@ -5,7 +5,7 @@ An index is a folder: ``embeddings.npy`` (float16, unit length, one row per sent
 without loading the corpus), and ``index.json``. Building streams the corpus twice (write the
 sentences, then encode them in chunks straight into a memory-mapped array) and querying scans the
 embeddings in chunks, so a million sentences fit in a few GiB. Search is exact: faiss's flat
-inner-product index when faiss is installed, else chunked numpy matrix products.
+inner-product index when faiss is installed, else sentence-transformers' ``semantic_search`` over chunks of rows.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm.auto import tqdm
 
-from kalbert.data import DATASETS, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.data import DATASETS, iter_documents, load_nli, load_pairs, load_sts, parse_ref
 from kalbert.errors import KalbertError
+from kalbert.hardware import hardware_block
 from kalbert.io import atomic_output_dir, atomic_write_json, open_text
+from kalbert.precision import Precision, autocast, encoding_bf16
 from kalbert.sentence import Backend
-from kalbert.sentence.encoder import default_sentence_model, load_sentence_model
+from kalbert.sentence.encoder import default_sentence_model, load_sentence_model, token_limit
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -55,6 +57,8 @@ class SearchBuildConfig:
     """Index at most this many sentences (None: all)."""
     backend: Backend = "torch"
     """How the model runs: torch, onnx or onnx-int8 (ONNX files from ``kalbert sbert export --backend onnx``)."""
+    precision: Precision = "auto"
+    """auto (bf16 autocast where the CPU has native bf16, else fp32), fp32 or bf16; torch backend only."""
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,6 @@ def corpus_sentences(source: str) -> Iterator[str]:
         ref_name, split = parse_ref(source)
         kind = DATASETS[ref_name].kind
         if kind == "corpus":
-            from kalbert.data import iter_documents
-
             yield from (line for doc in iter_documents(source) for line in doc)
             return
         loaders = {"sts": (load_sts, "sentence1", "sentence2"), "pairs": (load_pairs, "sentence1", "sentence2"),
@@ -127,6 +129,8 @@ def _read_rows(folder: Path, offsets: np.ndarray, start: int, stop: int) -> list
 def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
     """Encode every corpus sentence into a float16 memory-mapped matrix; return the index folder."""
     model_folder = Path(config.model or default_sentence_model())
+    bf16, why = encoding_bf16(config.precision, config.backend)
+    log.info("encoding in %s (%s)", "bf16" if bf16 else "fp32", why)
     model = load_sentence_model(model_folder, backend=config.backend)
     started = time.perf_counter()
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
@@ -139,17 +143,18 @@ def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
         with tqdm(total=count, desc="encoding", unit=" sent") as progress:
             for start in range(0, count, config.chunk_size):
                 stop = min(start + config.chunk_size, count)
-                vectors = model.encode(_read_rows(tmp, offsets, start, stop), batch_size=config.batch_size,
-                                       convert_to_numpy=True, normalize_embeddings=True)
+                with autocast("cpu", bf16):
+                    vectors = model.encode(_read_rows(tmp, offsets, start, stop), batch_size=config.batch_size,
+                                           convert_to_numpy=True, normalize_embeddings=True)
                 matrix[start:stop] = vectors.astype(np.float16)
                 progress.update(stop - start)
         matrix.flush()
         del matrix
         atomic_write_json(tmp / META, {
             "format": INDEX_FORMAT, "model": str(model_folder.resolve()), "count": count, "dim": dim,
-            "dtype": "float16", "normalized": True, "max_seq_length": model.max_seq_length,
-            "sentences_bytes": int(offsets[-1]), "build": asdict(config),
-            "seconds": round(time.perf_counter() - started, 1),
+            "dtype": "float16", "normalized": True, "max_seq_length": token_limit(model),
+            "sentences_bytes": int(offsets[-1]), "build": asdict(config), "precision": "bf16" if bf16 else "fp32",
+            "seconds": round(time.perf_counter() - started, 1), "hardware": hardware_block(),
         })
     return Path(config.out)
 
@@ -166,7 +171,7 @@ class SearchIndex:
     """
 
     def __init__(self, folder: str | Path, model: SentenceTransformer | str | None = None,
-                 backend: str | None = None) -> None:
+                 backend: str | None = None, precision: Precision = "auto") -> None:
         self.folder = Path(folder)
         if not (self.folder / META).is_file():
             raise KalbertError(f"{self.folder} is not a search index (no {META})",
@@ -179,7 +184,8 @@ class SearchIndex:
         if self.meta.get("format") != INDEX_FORMAT:
             raise _corrupt(self.folder, f"unknown format {self.meta.get('format')!r}")
         try:
-            self.embeddings = np.load(self.folder / EMBEDDINGS, mmap_mode="r")
+            # copy-on-write, never written: a writable array is what torch (semantic_search) can view without copying
+            self.embeddings = np.load(self.folder / EMBEDDINGS, mmap_mode="c")
             self.offsets = np.load(self.folder / OFFSETS)
         except (OSError, ValueError, EOFError) as exc:
             raise _corrupt(self.folder, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
@@ -192,6 +198,7 @@ class SearchIndex:
             raise _corrupt(self.folder, f"{SENTENCES} does not match {OFFSETS}")
         self._model = model
         self.model_backend = backend or self.meta.get("build", {}).get("backend", "torch")
+        self.bf16, _ = encoding_bf16(precision, self.model_backend)
         self._faiss = None
 
     def __len__(self) -> int:
@@ -207,28 +214,27 @@ class SearchIndex:
         return _read_rows(self.folder, self.offsets, row, row + 1)[0]
 
     def _truncation_notes(self, queries: Sequence[str]) -> list[str]:
-        limit = self.model.max_seq_length
+        limit = token_limit(self.model)
+        if limit is None:
+            return []
         notes = []
         for i, query in enumerate(queries):
             length = len(self.model.tokenizer(query, truncation=False)["input_ids"])
-            if limit and length > limit:
+            if length > limit:
                 notes.append(f"query {i + 1} has {length} tokens; it was truncated to the model's "
                              f"maximum of {limit}")
         return notes
 
     def _scan_numpy(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        best_scores = np.full((len(vectors), 0), -np.inf, dtype=np.float32)
-        best_rows = np.zeros((len(vectors), 0), dtype=np.int64)
-        for start in range(0, len(self), SCAN_ROWS):
-            block = np.asarray(self.embeddings[start:start + SCAN_ROWS], dtype=np.float32)
-            scores = np.concatenate([best_scores, vectors @ block.T], axis=1)
-            rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, start + len(block)),
-                                                              (len(vectors), len(block)))], axis=1)
-            keep = np.argpartition(-scores, min(k, scores.shape[1]) - 1, axis=1)[:, :k]
-            best_scores = np.take_along_axis(scores, keep, axis=1)
-            best_rows = np.take_along_axis(rows, keep, axis=1)
-        order = np.argsort(-best_scores, axis=1, kind="stable")
-        return np.take_along_axis(best_scores, order, axis=1), np.take_along_axis(best_rows, order, axis=1)
+        """Top ``k`` inner products, ``SCAN_ROWS`` memory-mapped rows at a time (each made float32 once for all
+        queries). Dot products, not cosines: the rows are unit length already, and renormalising float16 rows
+        would move scores."""
+        from sentence_transformers.util import dot_score, semantic_search
+
+        hits = semantic_search(vectors, self.embeddings, query_chunk_size=len(vectors), corpus_chunk_size=SCAN_ROWS,
+                               top_k=k, score_function=dot_score)
+        scores = np.array([[hit["score"] for hit in query] for query in hits], dtype=np.float32)
+        return scores, np.array([[hit["corpus_id"] for hit in query] for query in hits], dtype=np.int64)
 
     def _scan_faiss(self, faiss, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if self._faiss is None:
@@ -247,7 +253,9 @@ class SearchIndex:
             raise KalbertError(f"-k must be positive, got {k}")
         k = min(k, len(self))
         notes = self._truncation_notes(queries)
-        vectors = self.model.encode(queries, convert_to_numpy=True, normalize_embeddings=True).astype(np.float32)
+        with autocast("cpu", self.bf16):
+            vectors = self.model.encode(queries, convert_to_numpy=True, normalize_embeddings=True)
+        vectors = vectors.astype(np.float32)
         try:
             import faiss
         except ImportError:
@@ -260,6 +268,6 @@ class SearchIndex:
 
 
 def search_index(index: str | Path, queries: Sequence[str], k: int = 10, model: str | None = None,
-                 backend: str | None = None) -> QueryResult:
+                 backend: str | None = None, precision: Precision = "auto") -> QueryResult:
     """Open ``index`` and query it once (see :class:`SearchIndex` to reuse it across queries)."""
-    return SearchIndex(index, model, backend).query(queries, k)
+    return SearchIndex(index, model, backend, precision).query(queries, k)

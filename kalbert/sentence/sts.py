@@ -21,12 +21,15 @@ from kalbert.artifact import folder_languages, read_meta
 from kalbert.data import assert_trainable, get_spec, load_nli, load_pairs, load_sts, parse_ref
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_json, refuse_existing_output
+from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
-from kalbert.sentence.encoder import is_sentence_model, load_sentence_model
+from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
+from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.training import RunFolder
 
 log = logging.getLogger(__name__)
 STSLoss = Literal["cosent", "angle", "cosine"]
@@ -56,6 +59,9 @@ class STSConfig:
     """Tokens per sentence; longer sentences are truncated."""
     max_rows: int | None = None
     """Use at most this many rows of each training set (None: all)."""
+    freeze_word_embeddings: bool = False
+    """Keep the token embedding matrix as it is: tokens the training sets never show stay aligned across
+    languages (multilingual teachers), and the optimiser skips most of a large-vocabulary model."""
     loop: LoopConfig = field(default_factory=LoopConfig)
     """Optimisation and evaluation schedule."""
 
@@ -146,23 +152,30 @@ def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | 
 
 def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     """Train, keep the best dev checkpoint, score it on ``config.test``, save it to ``config.out``."""
+    from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+
     eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
                                                             else config.eval)]
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
+    refuse_trained_on(config.model, eval_refs + test_refs, "--eval/--test")
     refuse_existing_output(config.out, overwrite)
+    run = RunFolder.open(config.out, asdict(config))
     model = load_sentence_model(config.model, pooling=config.pooling)
     set_max_seq_length(model, config.max_seq_length)
+    if config.freeze_word_embeddings:
+        model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     tasks = build_tasks(model, refs, config.loss, config.max_rows)
     evaluators = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
+    dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 
     def evaluate() -> tuple[float, dict[str, float]]:
-        metrics = {k: float(v) for evaluator in evaluators for k, v in evaluator(model).items()}
-        return float(np.mean([metrics[e.primary_metric] for e in evaluators])), metrics
+        metrics = {k: float(v) for k, v in dev(model).items()}
+        return metrics.pop(dev.primary_metric), metrics
 
     probe = list(dict.fromkeys(s for e in evaluators for s in e.sentences1 + e.sentences2))[:PROBE_SENTENCES]
     log.info("training on %s", ", ".join(f"{t.name} ({len(t)} rows)" for t in tasks))
-    result = fit(model, tasks, evaluate, probe, config.loop)
+    result = fit(model, tasks, evaluate, probe, config.loop, run)
     if result.best is None:
         raise KalbertError(f"training collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
@@ -173,7 +186,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     if not meta.get("languages"):
         meta["languages"] = sorted({get_spec(name).lang for name, _ in refs})
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
-              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse)
+              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):
         add_metric(meta, "sts", ref, "spearman_cosine", result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():
@@ -181,6 +194,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
         save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None)
         atomic_write_json(tmp / "training_log.json", {"stage": "sts", "history": result.records()})
+    run.remove()
     return STSResult(Path(config.out), result.best.score, test, result, len(eval_refs))
 
 

@@ -10,7 +10,6 @@ exactly as training formatted the data set.
 from __future__ import annotations
 
 import logging
-import math
 import shutil
 import time
 from collections.abc import Sequence
@@ -26,8 +25,9 @@ from kalbert.config import DEFAULT_SEED
 from kalbert.data import BLANK, MCExample, assert_trainable, load_mc
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, refuse_existing_output
-from kalbert.tasks.finetune import bf16_autocast, check_albert
-from kalbert.training import BestCheckpoint, adamw, linear_warmup
+from kalbert.precision import Precision
+from kalbert.tasks.albert import check_albert
+from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,14 @@ class MCTrainConfig:
     """evaluate only the first N examples of the selection and report splits (quick runs and tests)"""
     seed: int = DEFAULT_SEED
     """seed of initialisation and batch order"""
+    max_grad_norm: float = 1.0
+    """clip the gradient norm to this before every optimiser step"""
+    precision: Precision = "auto"
+    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
+    fp32 or bf16 to force one (training and evaluation)"""
+    checkpoint_steps: int = 200
+    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
+    same command after a crash resumes from it"""
 
 
 def format_choices(example: MCExample) -> list[tuple[str, str]]:
@@ -134,11 +142,12 @@ def _choice_logits(model, tokenizer, examples: Sequence[MCExample], max_length: 
 
 
 def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig, desc: str) -> float:
+    """Accuracy x100, in the precision the caller's autocast sets."""
     import torch
 
     model.eval()
     correct = 0
-    with torch.no_grad(), bf16_autocast(model.device):
+    with torch.no_grad():
         for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
             chunk = examples[start : start + config.batch_size]
             logits = _choice_logits(model, tokenizer, chunk, config.max_seq_length)
@@ -165,6 +174,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     assert_trainable(config.task, splits.train)
     model_path = check_albert(config.model, "multiple-choice fine-tuning")
     refuse_existing_output(config.out, overwrite)
+    run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
     train = _examples(config.task, splits.train, config.max_rows)
     select = _examples(config.task, splits.select, config.max_eval_rows) if splits.select else []
@@ -173,41 +183,21 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
 
     torch.manual_seed(config.seed)
     tokenizer, model = _load(model_path)
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
-    scheduler = linear_warmup(optimizer, config.warmup_ratio, steps_per_epoch * config.epochs)
-    order = torch.Generator().manual_seed(config.seed)
-    history: list[dict[str, Any]] = []
-    best = BestCheckpoint()
-    for epoch in range(1, config.epochs + 1):
-        model.train()
-        losses = []
-        permutation = torch.randperm(len(train), generator=order).tolist()
-        bar = tqdm(
-            range(0, len(train), config.batch_size), desc=f"epoch {epoch}/{config.epochs}", unit="step"
-        )
-        for start in bar:
-            chunk = [train[i] for i in permutation[start : start + config.batch_size]]
-            labels = torch.tensor([e.label for e in chunk])
-            with bf16_autocast(model.device):
-                loss = torch.nn.functional.cross_entropy(
-                    _choice_logits(model, tokenizer, chunk, config.max_seq_length), labels)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.4f}")
-        entry: dict[str, Any] = {"epoch": epoch, "train_loss": round(sum(losses) / len(losses), 6)}
-        if select:
-            entry["select_accuracy"] = round(_accuracy(model, tokenizer, select, config, "select"), 4)
-        history.append(entry)
-        log.info("epoch %d: %s", epoch, entry)
-        score = entry.get("select_accuracy", float(epoch))  # no selection split: the last epoch wins
-        best.offer(score, epoch, model)
-    best.restore(model)
-    accuracy = _accuracy(model, tokenizer, report, config, "report")
+
+    def step(rows: list[int]) -> torch.Tensor:
+        chunk = [train[i] for i in rows]
+        labels = torch.tensor([e.label for e in chunk], device=model.device)
+        return torch.nn.functional.cross_entropy(_choice_logits(model, tokenizer, chunk, config.max_seq_length), labels)
+
+    def evaluate() -> tuple[float, dict[str, float]]:
+        accuracy = round(_accuracy(model, tokenizer, select, config, "select"), 4)
+        return accuracy, {"select_accuracy": accuracy}
+
+    # without a selection split every epoch is only logged and the last one is kept
+    result = train_loop(model, lambda rng: shuffled_batches(len(train), config.batch_size, rng), step,
+                        evaluate if select else None, LoopSettings.of(config), run)
+    with result.autocast():
+        accuracy = _accuracy(model, tokenizer, report, config, "report")
     summary = {
         "stage": "mc",
         "kind": Kind.MC_MODEL,
@@ -215,8 +205,9 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "task": config.task,
         "config": asdict(config),
         "splits": asdict(splits),
-        "selected_epoch": best.at,
-        "history": history,
+        "selected_epoch": result.best.epoch,
+        "history": [{"epoch": e.epoch, "train_loss": round(e.train_loss, 6), **e.metrics} for e in result.history],
+        **result.precision_record(),
         "report": {
             "split": splits.report,
             "accuracy": round(accuracy, 4),
@@ -233,6 +224,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
         write_meta(folder, summary)
+    run.remove()
     return summary
 
 

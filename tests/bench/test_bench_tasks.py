@@ -20,13 +20,19 @@ def test_tasks_use_the_published_splits():
         "lcqmc": "test",
         "pawsx-zh": "test",
         "afqmc": "dev",
+        "xnli-ko-zh": "all",
+        "xnli-ko-en": "all",
+        "xnli-zh-en": "all",
         "kobest-copa": "test",
         "xcopa-zh": "test",
     }
     for task in TASKS.values():  # every task reads a registered split of the right kind
         spec = get_spec(task.dataset)
-        assert task.split in spec.splits
-        assert spec.kind == task.kind and spec.lang == task.lang
+        assert task.split in spec.splits and task.split in spec.eval_splits
+        if task.kind == "retrieval":  # a language pair out of a parallel set's columns
+            assert spec.kind == "parallel" and set(task.lang.split("-")) <= set(spec.lang.split("-"))
+        else:
+            assert spec.kind == task.kind and spec.lang == task.lang
 
 
 def test_metrics_per_kind():

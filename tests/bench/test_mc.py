@@ -95,10 +95,15 @@ def test_cli_train_writes_results_and_predict_prints_choices(tiny_albert, tmp_pa
                 "8",
                 "--note",
                 "random init",
+                "--precision",
+                "fp32",
             ]
         )
         == 0
     )
+    meta = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))
+    assert (meta["precision"], meta["precision_reason"]) == ("fp32", "fp32 as requested")
+    assert not (tmp_path / "mc.partial").exists()
     printed = capsys.readouterr().out
     assert "accuracy" in printed and "on the test split" in printed
     (record,) = read_results(results).results

@@ -18,6 +18,6 @@ def tiny_model() -> ModelConfig:
 def tiny_run(data: Path, out: Path, **overrides) -> PretrainConfig:
     """A short run on ``data`` with every periodic action frequent enough to be exercised."""
     settings = {"max_steps": 6, "batch_size": 8, "eval_every": 3, "eval_instances": 16, "save_every": 3,
-                "log_every": 1, "tensorboard": False, "warmup_ratio": 0.2, "threads": 1, "bf16": False,
+                "log_every": 1, "tensorboard": False, "warmup_ratio": 0.2, "threads": 1, "precision": "fp32",
                 **overrides}  # fp32 everywhere: the parity tests compare to 1e-5
     return PretrainConfig(data=str(data), out=str(out), model=tiny_model(), **settings)

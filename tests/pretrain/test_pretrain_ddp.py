@@ -44,7 +44,7 @@ def test_two_gloo_processes_match_one(ko_data, tmp_path):
                "--embedding-size", "16", "--hidden-size", "32", "--num-layers", "2", "--num-heads", "2",
                "--intermediate-size", "64", "--eval-every", "2", "--eval-instances", "16", "--save-every", "4",
                "--log-every", "1", "--warmup-ratio", "0.2", "--threads", "1", "--no-tensorboard",
-               "--no-bf16"]
+               "--precision", "fp32"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -172,7 +172,7 @@ def test_kill_9_mid_run_then_resume_matches(ko_data, tmp_path):
                "--max-steps", "12", "--batch-size", "8", "--embedding-size", "16", "--hidden-size", "32",
                "--num-layers", "2", "--num-heads", "2", "--intermediate-size", "64", "--eval-every", "4",
                "--eval-instances", "16", "--save-every", "1", "--log-every", "1", "--warmup-ratio", "0.2",
-               "--threads", "1", "--no-tensorboard", "--no-bf16"]
+               "--threads", "1", "--no-tensorboard", "--precision", "fp32"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = killed / "checkpoints" / LATEST
     deadline = time.time() + 300
@@ -252,7 +252,7 @@ def test_instance_texts_give_back_the_instance(ko_data):
 def test_distillation_term_reaches_the_loss_and_the_metrics(ko_data, tmp_path, backward_losses, sentence_teacher):
     """--distill-teacher adds weight x (1 - cos) per instance to the loss, is logged apart from it, reuses the
     embedding cache on a second run, and refuses a teacher whose width is not the model's."""
-    from kalbert.sentence.distill import default_cache_dir
+    from kalbert.teachers.cache import default_cache_dir
 
     teacher = str(sentence_teacher(32))
     shards = []

@@ -46,4 +46,4 @@ def test_collapsed_training_stops_and_writes_nothing(tiny_sbert, tiny_data, tmp_
                        loop=LoopConfig(lr=0.0, max_steps=2, eval_steps=1, batch_size=16))
     with pytest.raises(KalbertError, match="collapsed.*learning rate"):
         train_sts(config)
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()  # a rerun starts afresh

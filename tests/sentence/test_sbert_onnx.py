@@ -17,7 +17,17 @@ from kalbert.cli.main import main
 from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.sentence import encode, load_sentence_model
-from kalbert.sentence.backends import OnnxExportConfig, cpu_int8_config, export_onnx
+from kalbert.sentence.backends import INT8_CONFIGS, OnnxExportConfig, cpu_int8_config, export_onnx
+
+# The int8 file sentence-transformers' export_dynamic_quantized_onnx_model writes for each preset, from its
+# documented behaviour (sentence_transformers/backend/quantize.py: ``model_{weights dtype}_{preset}.onnx``, and
+# optimum's AutoQuantizationConfig.avx2 quantises the weights to unsigned int8, the other presets to signed).
+LIBRARY_INT8_FILES = {"avx2": "onnx/model_quint8_avx2.onnx", "avx512": "onnx/model_qint8_avx512.onnx",
+                      "avx512_vnni": "onnx/model_qint8_avx512_vnni.onnx", "arm64": "onnx/model_qint8_arm64.onnx"}
+AVX2 = {"sse4_2", "avx", "avx2", "fma"}
+AVX512 = AVX2 | {"avx512f", "avx512bw", "avx512vl"}
+AVX512_VNNI = AVX512 | {"avx512_vnni"}
+AMX = AVX512_VNNI | {"avx512_bf16", "amx_tile", "amx_bf16", "amx_int8", "avx_vnni"}
 
 SENTENCES = ["배우들의 연기도 좋았다.", "한 남자가 기타를 치고 있다.", "비행기가 이륙하고 있다.",
              "아이들이 공원에서 축구를 하고 있다.", "一架飞机正在起飞。"]
@@ -47,17 +57,67 @@ def torch_vectors(tiny_sbert) -> np.ndarray:
     return encode(load_sentence_model(tiny_sbert), SENTENCES)
 
 
+@pytest.mark.parametrize("flags, arch, preset", [
+    (AVX2, "x86_64", "avx2"),
+    (AVX2 | {"avx_vnni"}, "x86_64", "avx2"),  # AVX-VNNI without AVX-512: no preset uses it
+    (AVX512, "x86_64", "avx512"),
+    (AVX512_VNNI, "x86_64", "avx512_vnni"),
+    (AMX, "x86_64", "avx512_vnni"),
+    ({"fp", "asimd", "asimddp"}, "aarch64", "arm64"),
+    (set(), "arm64", "arm64"),
+    (set(), "x86_64", "avx2"),  # nothing known (no /proc/cpuinfo): what every x86-64 runs
+])
+def test_int8_preset_follows_the_cpu(fake_cpu, flags, arch, preset):
+    fake_cpu(flags, arch=arch)
+    assert cpu_int8_config() == preset
+
+
 def test_export_adds_recorded_onnx_files_to_a_copy(onnx_sbert, tiny_sbert):
-    files = {"onnx": "onnx/model.onnx", "onnx-int8": f"onnx/model_qint8_{cpu_int8_config()}.onnx"}
-    assert all((onnx_sbert / name).is_file() for name in files.values())
-    assert not (tiny_sbert / "onnx").exists()  # the source folder is left as it was
     meta = json.loads((onnx_sbert / "kalbert.json").read_text(encoding="utf-8"))
     record = meta["onnx"]
-    assert record["files"] == files and record["int8_config"] == cpu_int8_config()
+    assert record["int8_config"] == cpu_int8_config() and record["int8_config"] in INT8_CONFIGS
+    files = {"onnx": "onnx/model.onnx", "onnx-int8": LIBRARY_INT8_FILES[record["int8_config"]]}
+    assert record["files"] == files
+    assert sorted(p.name for p in (onnx_sbert / "onnx").iterdir()) == sorted(f[5:] for f in files.values())
+    assert not (tiny_sbert / "onnx").exists()  # the source folder is left as it was
+    assert record["hardware"]["cpu"] and "instruction_sets" in record["hardware"]
     assert record["weights"] == {"model.safetensors": sha256_file(tiny_sbert / "model.safetensors")}
     assert record["min_cosine_vs_torch"]["onnx"] >= 0.9999
     assert meta["stages"][-1]["stage"] == "onnx-export"
     assert "backend='onnx'" in (onnx_sbert / "README.md").read_text(encoding="utf-8")
+
+
+def test_int8_export_on_an_avx2_only_cpu_records_the_file_the_library_wrote(tiny_sbert, tmp_path, fake_cpu):
+    """The case that broke on AVX2-only machines: sentence-transformers writes model_quint8_avx2.onnx."""
+    fake_cpu(AVX2, model="AMD EPYC 7B12")
+    out = export_onnx(OnnxExportConfig(model=str(tiny_sbert), out=str(tmp_path / "avx2"), quantize="int8"))
+    record = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))["onnx"]
+    assert record["int8_config"] == "avx2"
+    assert record["files"]["onnx-int8"] == "onnx/model_quint8_avx2.onnx"
+    assert (out / "onnx" / "model_quint8_avx2.onnx").is_file()
+    assert record["hardware"]["cpu"] == "AMD EPYC 7B12" and "avx512f" not in record["hardware"]["instruction_sets"]
+    assert record["min_cosine_vs_torch"]["onnx-int8"] >= 0.98
+
+
+def test_a_folder_exported_on_another_cpu_still_loads(onnx_sbert, torch_vectors, fake_cpu, monkeypatch, caplog):
+    preset = json.loads((onnx_sbert / "kalbert.json").read_text(encoding="utf-8"))["onnx"]["int8_config"]
+    fake_cpu(AVX512_VNNI if preset == "avx2" else AVX2, model="Other CPU")  # a CPU that suits another preset
+    assert cosines(encode(load_sentence_model(onnx_sbert, backend="onnx"), SENTENCES), torch_vectors).min() >= 0.9999
+    with caplog.at_level("WARNING", logger="kalbert.sentence.backends"):
+        int8 = encode(load_sentence_model(onnx_sbert, backend="onnx-int8"), SENTENCES)
+    assert cosines(int8, torch_vectors).min() >= 0.98
+    assert f"was quantised for {preset}" in caplog.text
+
+    import onnxruntime
+
+    def refuses(*args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for "
+                           "MatMulInteger(10) node\nmore detail")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuses)
+    with pytest.raises(KalbertError, match=rf"cannot run model_q?u?int8_{preset}\.onnx \(int8 preset {preset}\) "
+                                           r"on this CPU \(Other, AVX2\): .*NOT_IMPLEMENTED.*use --backend onnx"):
+        load_sentence_model(onnx_sbert, backend="onnx-int8")
 
 
 def test_fresh_plain_sentence_transformer_matches_pytorch(onnx_sbert, torch_vectors, tmp_path):

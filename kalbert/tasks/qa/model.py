@@ -10,8 +10,9 @@ from typing import Any
 
 from kalbert.artifact import read_meta
 from kalbert.errors import KalbertError
-from kalbert.tasks.finetune import bf16_autocast
+from kalbert.precision import Precision, autocast, resolve_precision
 from kalbert.tasks.qa.features import Answer, Window, choose_answer, make_windows, nbest_answers
+from kalbert.training.device import default_device
 
 
 @dataclass(frozen=True)
@@ -58,22 +59,16 @@ def load_tokenizer(path: Path):
     return tokenizer
 
 
-def device():
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def window_logits(model, windows: Sequence[Window], pad_id: int, batch_size: int
+def window_logits(model, windows: Sequence[Window], pad_id: int, batch_size: int, bf16: bool = False
                   ) -> tuple[list[list[float]], list[list[float]]]:
-    """Start and end logits of each window, cut to its length."""
+    """Start and end logits of each window, cut to its length; ``bf16``: under bf16 autocast."""
     import torch
 
     starts: list[list[float]] = []
     ends: list[list[float]] = []
     model.eval()
     at = next(model.parameters()).device
-    with torch.no_grad(), bf16_autocast(at):
+    with torch.no_grad(), autocast(at, bf16):
         for first in range(0, len(windows), batch_size):
             batch = tensors(windows[first : first + batch_size], pad_id)
             out = model(**{k: v.to(at) for k, v in batch.items()})
@@ -97,11 +92,11 @@ def tensors(windows: Sequence[Window], pad_id: int) -> dict[str, Any]:
 
 
 def answer_all(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], settings: QASettings,
-               threshold: float = 0.0) -> list[Answer]:
+               threshold: float = 0.0, bf16: bool = False) -> list[Answer]:
     """One answer per (question, context), each span an exact substring of its context."""
     windows = make_windows(tokenizer, questions, contexts, settings.max_seq_length, settings.doc_stride,
                            settings.max_query_length)
-    starts, ends = window_logits(model, windows, tokenizer.pad_token_id, settings.batch_size)
+    starts, ends = window_logits(model, windows, tokenizer.pad_token_id, settings.batch_size, bf16)
     per_example: list[list[int]] = [[] for _ in questions]
     for w, window in enumerate(windows):
         per_example[window.example].append(w)
@@ -117,7 +112,7 @@ def answer_all(model, tokenizer, questions: Sequence[str], contexts: Sequence[st
 class QAModel:
     """A fine-tuned extractive-QA folder (``kalbert qa train``, or any ALBERT ...ForQuestionAnswering)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, precision: Precision = "auto") -> None:
         from transformers import AutoModelForQuestionAnswering
 
         self.path = Path(path).expanduser()
@@ -128,7 +123,8 @@ class QAModel:
         self.settings = QASettings.from_dict(read_meta(self.path).get("settings", {}))
         self.tokenizer = load_tokenizer(self.path)
         self.model = AutoModelForQuestionAnswering.from_pretrained(str(self.path), local_files_only=True)
-        self.model.to(device())
+        self.model.to(default_device())
+        self.bf16, _ = resolve_precision(precision, default_device())  # auto: bf16 where it is native, else fp32
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str], threshold: float = 0.0) -> list[Answer]:
         """Answers in order; ``threshold`` (0..1) marks less probable best spans as unanswered."""
@@ -140,7 +136,7 @@ class QAModel:
                 raise KalbertError(f"empty context{where}", "give the passage that holds the answer")
         if not 0.0 <= threshold <= 1.0:
             raise KalbertError(f"threshold {threshold} is not a probability", "use a value from 0 to 1")
-        return answer_all(self.model, self.tokenizer, questions, contexts, self.settings, threshold)
+        return answer_all(self.model, self.tokenizer, questions, contexts, self.settings, threshold, self.bf16)
 
 
 def predict_qa(model_dir: str | Path, question: str, context: str, threshold: float = 0.0) -> Answer:

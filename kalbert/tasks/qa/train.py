@@ -11,7 +11,6 @@ README.md say how it was made.
 from __future__ import annotations
 
 import logging
-import math
 import shutil
 import time
 from collections.abc import Sequence
@@ -19,19 +18,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
 from kalbert import __version__
 from kalbert.artifact import Kind, write_meta
 from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import QAExample, assert_trainable, get_spec, load_qa
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output
-from kalbert.tasks.finetune import bf16_autocast, check_albert
+from kalbert.precision import Precision
+from kalbert.tasks.albert import check_albert
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
-from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, device, load_tokenizer, read_config, tensors
-from kalbert.training import BestCheckpoint, adamw, linear_warmup
+from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, load_tokenizer, read_config, tensors
+from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +85,14 @@ class QATrainConfig:
     """score only the first N questions of val and test (quick runs and tests; the result says so)"""
     seed: int = DEFAULT_SEED
     """seed of initialisation and batch order"""
+    max_grad_norm: float = 1.0
+    """clip the gradient norm to this before every optimiser step"""
+    precision: Precision = "auto"
+    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
+    fp32 or bf16 to force one (training and evaluation)"""
+    checkpoint_steps: int = 200
+    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
+    same command after a crash resumes from it"""
 
     def settings(self) -> QASettings:
         return QASettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
@@ -104,10 +110,11 @@ def _rows(task: str, split: str, limit: int | None) -> tuple[list[QAExample], in
     return (examples[:limit] if limit else examples), len(examples)
 
 
-def score_examples(model, tokenizer, task: str, examples: Sequence[QAExample], settings: QASettings
-                   ) -> tuple[dict[str, float], dict[str, str]]:
+def score_examples(model, tokenizer, task: str, examples: Sequence[QAExample], settings: QASettings,
+                   bf16: bool = False) -> tuple[dict[str, float], dict[str, str]]:
     """EM/F1 x100 with the task's official metric, and the prediction for each question id."""
-    answers = answer_all(model, tokenizer, [e.question for e in examples], [e.context for e in examples], settings)
+    answers = answer_all(model, tokenizer, [e.question for e in examples], [e.context for e in examples], settings,
+                         bf16=bf16)
     predictions = {e.id: a.text for e, a in zip(examples, answers, strict=True)}
     scores = qa_scores(task, predictions, {e.id: e.answers for e in examples})
     return {k: round(v, 4) for k, v in scores.items()}, predictions
@@ -146,6 +153,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     from transformers import AlbertForQuestionAnswering
 
     splits, model_path = _validate(config, overwrite)
+    run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
     train, n_train_split = _rows(config.task, splits.train, config.max_rows)
     select, _ = _rows(config.task, splits.select, config.max_eval_rows)
@@ -154,42 +162,24 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
 
     torch.manual_seed(config.seed)
     tokenizer = load_tokenizer(model_path)
-    model = AlbertForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True).to(device())
+    model = AlbertForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True)
     windows, unlocated = _training_windows(tokenizer, train, config)
     if not windows:
         raise KalbertError(f"no training question of {config.task}:{splits.train} has its answer in its context")
-    steps_per_epoch = math.ceil(len(windows) / config.batch_size)
-    optimizer = adamw(model.parameters(), config.lr, config.weight_decay)
-    scheduler = linear_warmup(optimizer, config.warmup_ratio, steps_per_epoch * config.epochs)
-    order = torch.Generator().manual_seed(config.seed)
-    history: list[dict[str, Any]] = []
-    best = BestCheckpoint()
-    for epoch in range(1, config.epochs + 1):
-        model.train()
-        losses = []
-        permutation = torch.randperm(len(windows), generator=order).tolist()
-        bar = tqdm(range(0, len(windows), config.batch_size), desc=f"epoch {epoch}/{config.epochs}", unit="step")
-        for first in bar:
-            chunk = [windows[i] for i in permutation[first : first + config.batch_size]]
-            batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
-            with bf16_autocast(model.device):
-                loss = model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
-                             end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.4f}")
+
+    def step(rows: list[int]) -> torch.Tensor:
+        chunk = [windows[i] for i in rows]
+        batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
+        return model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
+                     end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
+
+    def evaluate() -> tuple[float, dict[str, float]]:  # under the loop's autocast
         scores, _ = score_examples(model, tokenizer, config.task, select, settings)
-        entry = {"epoch": epoch, "train_loss": round(sum(losses) / len(losses), 6),
-                 **{f"{splits.select}_{k}": v for k, v in scores.items()}}
-        history.append(entry)
-        log.info("epoch %d: %s", epoch, entry)
-        best.offer(scores["f1"], epoch, model)
-    best.restore(model)
-    scores, _ = score_examples(model, tokenizer, config.task, report, settings)
+        return scores["f1"], {f"{splits.select}_{k}": v for k, v in scores.items()}
+
+    result = train_loop(model, lambda rng: shuffled_batches(len(windows), config.batch_size, rng), step, evaluate,
+                        LoopSettings.of(config), run)
+    scores, _ = score_examples(model, tokenizer, config.task, report, settings, bf16=result.bf16)
     summary = {
         "kind": Kind.QA_MODEL,
         "kalbert_version": __version__,
@@ -198,8 +188,9 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "config": asdict(config),
         "settings": asdict(settings),
         "splits": asdict(splits),
-        "selected_epoch": best.at,
-        "history": history,
+        "selected_epoch": result.best.epoch,
+        "history": [{"epoch": e.epoch, "train_loss": round(e.train_loss, 6), **e.metrics} for e in result.history],
+        **result.precision_record(),
         "report": {"split": splits.report, **scores, "metric": METRICS[config.task][2], "n": len(report),
                    "n_split": n_report_split, "subset": len(report) < n_report_split},
         "train_questions": len(train) - unlocated,
@@ -215,6 +206,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
         write_meta(folder, summary)
         atomic_write_text(folder / "README.md", render_card(summary))
+    run.remove()
     return summary
 
 
@@ -225,7 +217,7 @@ def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows:
     qa = QAModel(model_dir)
     examples, n_split = _rows(task, split, max_rows)
     started = time.perf_counter()
-    scores, predictions = score_examples(qa.model, qa.tokenizer, task, examples, qa.settings)
+    scores, predictions = score_examples(qa.model, qa.tokenizer, task, examples, qa.settings, qa.bf16)
     return {"model": str(model_dir), "task": task, "split": split, **scores, "metric": METRICS[task][2],
             "n": len(examples), "n_split": n_split, "subset": len(examples) < n_split,
             "wall_seconds": round(time.perf_counter() - started, 2), "predictions": predictions}

@@ -1,5 +1,5 @@
-"""What every fine-tuning loop shares (sentence training, multiple choice, QA): AdamW without weight decay
-on biases and LayerNorms, linear warmup then decay, and keeping the best evaluated weights."""
+"""The optimiser and learning-rate schedule of every fine-tuning stage: AdamW without weight decay on
+biases and LayerNorms, linear warmup then linear decay to 0 (BERT's and ALBERT's recipe)."""
 
 from __future__ import annotations
 
@@ -33,28 +33,3 @@ def linear_warmup(optimizer: torch.optim.Optimizer, warmup_ratio: float, total_s
     from transformers import get_linear_schedule_with_warmup
 
     return get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total_steps), total_steps)
-
-
-class BestCheckpoint:
-    """The best-scoring weights seen so far (a CPU copy) and when they were seen; higher scores are better."""
-
-    def __init__(self) -> None:
-        self.score: float | None = None
-        self.at: int | None = None
-        """the step or epoch of the best score"""
-        self._state: dict[str, torch.Tensor] | None = None
-
-    def offer(self, score: float, at: int, model: torch.nn.Module) -> bool:
-        """Keep ``model``'s weights when ``score`` beats the best so far; True when it did."""
-        if self.score is not None and score <= self.score:
-            return False
-        self.score, self.at = score, at
-        self._state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        return True
-
-    def restore(self, model: torch.nn.Module) -> bool:
-        """Load the best weights into ``model``; False when nothing was kept."""
-        if self._state is None:
-            return False
-        model.load_state_dict(self._state)
-        return True

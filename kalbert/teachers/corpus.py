@@ -1,4 +1,5 @@
-"""Monolingual sentences for corpus distillation: split, NFC, deduplicated, length-filtered, language-balanced.
+"""Monolingual sentences for corpus distillation (split, NFC, deduplicated, length-filtered, language-balanced)
+and their teacher vectors in the embedding cache.
 
 Only corpora are accepted (``resolve_sources`` refuses STS, NLI and other evaluation data), so a
 student never learns its teacher's view of a sentence that a results table scores. Each language is
@@ -11,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import random
 import re
 from dataclasses import asdict, dataclass
@@ -19,12 +21,16 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from kalbert.data import DATASETS, iter_documents, resolve_sources
+from kalbert.data.heldout import heldout_sentences
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes
+from kalbert.teachers.backends import load_teacher
+from kalbert.teachers.cache import EmbeddingCache, open_cache
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.sentences import split_sentences
 
+log = logging.getLogger(__name__)
 SCRIPT = {"ko": re.compile(r"[\uac00-\ud7a3]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
 
 
@@ -34,6 +40,8 @@ class CorpusSample:
 
     sentences: dict[str, list[str]]
     available: dict[str, int]
+    heldout_dropped: int = 0
+    """corpus sentences left out because an evaluation split scores them (kalbert.data.heldout)"""
 
     def all(self) -> list[str]:
         return [s for lang in sorted(self.sentences) for s in self.sentences[lang]]
@@ -61,8 +69,10 @@ def _eligible(sentence: str, lang: str, min_chars: int, max_chars: int) -> bool:
 
 def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min_chars: int = 10,
                      max_chars: int = 200, lang_temperature: float = 2.0, progress: bool = True) -> CorpusSample:
-    """Up to ``max_sentences`` distinct corpus sentences, balanced across the sources' languages."""
+    """Up to ``max_sentences`` distinct corpus sentences, balanced across the sources' languages; none that an
+    evaluation split scores."""
     resolve_sources(sources)  # fail on a bad name before reading anything
+    heldout, dropped = heldout_sentences(), 0
     by_lang: dict[str, list[str]] = {}
     for source in sources:
         by_lang.setdefault(corpus_language(source), []).append(source)
@@ -76,6 +86,9 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
                 for sentence in split_sentences(normalize_text(paragraph)):
                     if sentence in seen or not _eligible(sentence, lang, min_chars, max_chars):
                         continue
+                    if sentence.strip() in heldout:
+                        dropped += 1
+                        continue
                     seen.add(sentence)
                     if len(pool) < max_sentences:
                         pool.append(sentence)
@@ -88,17 +101,35 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
     quotas = temperature_quotas(available, max_sentences, lang_temperature)
     sampled = {lang: random.Random(f"{seed}-take-{lang}").sample(pool, min(quotas[lang], len(pool)))
                for lang, pool in pools.items()}
-    return CorpusSample(sampled, available)
+    if dropped:
+        log.info("left out %d corpus sentences that evaluation splits score", dropped)
+    return CorpusSample(sampled, available, dropped)
 
 
 def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed: int = 13, min_chars: int = 10,
                   max_chars: int = 200, lang_temperature: float = 2.0) -> CorpusSample:
     """:func:`sample_sentences`, stored once per setting and file set (reading all corpora takes minutes)."""
     files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in resolve_sources(sources)]
-    setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature]
+    setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature, "heldout-dropped"]
     path = Path(cache_dir) / f"sample-{hashlib.sha256(json.dumps(setting).encode()).hexdigest()[:16]}.json.gz"
     if path.is_file():
         return CorpusSample(**json.loads(gzip.decompress(path.read_bytes())))
     sample = sample_sentences(sources, max_sentences, seed, min_chars, max_chars, lang_temperature)
     atomic_write_bytes(path, gzip.compress(json.dumps(asdict(sample), ensure_ascii=False).encode("utf-8")))
     return sample
+
+
+def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: EmbeddingCache) -> dict[str, list[str]]:
+    """The sampled corpus sentences per language, each with its teacher vector in ``cache``."""
+    sample = cached_sample(corpus, max_sentences, cache.folder.parent / "samples", seed)
+    cache.fill(sample.all())
+    return sample.sentences
+
+
+def corpus_targets(teacher: str, corpus: list[str], max_sentences: int, seed: int, cache_dir: str | None,
+                   bf16: bool = False) -> tuple[list[str], EmbeddingCache]:
+    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each (``bf16``: encoded
+    under bf16 autocast, into a cache of their own)."""
+    cache = open_cache(load_teacher(teacher, bf16=bf16), cache_dir)
+    by_lang = corpus_sentences(corpus, max_sentences, seed, cache)
+    return [s for lang in sorted(by_lang) for s in by_lang[lang]], cache

@@ -1,12 +1,9 @@
-"""What every task fine-tuning (multiple choice, extractive QA) shares: the ALBERT check first, and bf16
-autocast, which CPUs with AVX512-BF16/AMX run about 1.5x faster than fp32."""
+"""The model folders the task fine-tunings (multiple choice, extractive QA) start from: ALBERT checkpoints."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
-from typing import Any
 
 from kalbert.errors import KalbertError
 
@@ -24,13 +21,3 @@ def check_albert(path: str | Path, purpose: str) -> Path:
         raise KalbertError(f"{path} holds a '{model_type}' model, not an ALBERT",
                            f"{purpose} needs an ALBERT checkpoint")
     return path
-
-
-def bf16_autocast(device: Any) -> contextlib.AbstractContextManager:
-    """bf16 autocast where the hardware has native bf16 (pretraining's rule); a no-op elsewhere."""
-    import torch
-
-    from kalbert.pretrain.speed import native_bf16
-
-    device = torch.device(device)
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=native_bf16(device) is not None)

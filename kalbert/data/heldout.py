@@ -1,0 +1,71 @@
+"""The sentences that results tables score on, so that no distillation sample or mined pair holds one.
+
+A corpus is raw web/review/law text, and an STS or retrieval sentence can sit in it word for word (news
+headlines, questions, reviews). Distilling a student towards the teacher's vector of a test sentence
+would leak the test into training, so every sentence sample drops these before it is used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+
+from kalbert.data.loaders import load_nli, load_pairs, load_parallel, load_sts
+from kalbert.data.registry import DATASETS
+from kalbert.data.roots import data_path
+from kalbert.errors import KalbertError
+
+log = logging.getLogger(__name__)
+SENTENCE_KINDS = ("sts", "pairs", "nli", "parallel")
+PICKING_SPLITS = ("dev",)
+"""STS dev splits pick checkpoints; they stay out of samples too"""
+
+
+def heldout_splits() -> list[tuple[str, str]]:
+    """(name, split) of every sentence-level split that is reported, or that picks a checkpoint (STS dev)."""
+    splits = []
+    for name, spec in DATASETS.items():
+        if spec.kind not in SENTENCE_KINDS:
+            continue
+        picking = PICKING_SPLITS if spec.kind == "sts" else ()
+        splits += [(name, split) for split in spec.splits if split in spec.eval_splits or split in picking]
+    return splits
+
+
+def _split_sentences(name: str, split: str) -> Iterable[str]:
+    kind = DATASETS[name].kind
+    if kind == "sts":
+        return (s for pair in load_sts(name, split) for s in (pair.sentence1, pair.sentence2))
+    if kind == "pairs":
+        return (s for pair in load_pairs(name, split) for s in (pair.sentence1, pair.sentence2))
+    if kind == "nli":
+        return (s for pair in load_nli(name, split) for s in (pair.premise, pair.hypothesis))
+    return (s for row in load_parallel(name).rows for s in row)
+
+
+@lru_cache(maxsize=1)
+def heldout_sentences() -> frozenset[str]:
+    """Every sentence of :func:`heldout_splits` that is on disk, whitespace-stripped."""
+    sentences: set[str] = set()
+    for name, split in heldout_splits():
+        try:
+            data_path(name, split)
+        except KalbertError:
+            continue  # a data set that is not here cannot leak into a sample either
+        sentences.update(s.strip() for s in _split_sentences(name, split))
+    return frozenset(sentences)
+
+
+def drop_heldout(sentences: Iterable[str]) -> tuple[list[str], int]:
+    """``sentences`` without held-out ones, and how many were dropped (logged)."""
+    heldout = heldout_sentences()
+    kept, dropped = [], 0
+    for sentence in sentences:
+        if sentence.strip() in heldout:
+            dropped += 1
+        else:
+            kept.append(sentence)
+    if dropped:
+        log.info("dropped %d sentences that evaluation splits score on", dropped)
+    return kept, dropped

@@ -1,0 +1,95 @@
+"""`kalbert static train`: piece vectors fitted to the teacher's corpus sentence vectors (and STS pairs with
+CoSENT) lower the held-out loss, keep the folder format, train Matryoshka prefixes and refuse bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from kalbert.errors import KalbertError
+from kalbert.static.model import load_static_model
+from kalbert.static.train import StaticTrainConfig, cosent_loss, target_loss, train_static
+
+
+def _config(static_init, teacher_folder, tmp_path, **changes) -> StaticTrainConfig:
+    settings = dict(init=str(static_init), out=str(tmp_path / "trained"), teacher=str(teacher_folder),
+                    max_sentences=400, dev_rows=100, epochs=2, batch_size=64, lr=1e-2, eval=[],
+                    cache_dir=str(tmp_path / "cache"))
+    return StaticTrainConfig(**{**settings, **changes})
+
+
+def test_training_lowers_the_heldout_loss_and_keeps_the_format(static_init, teacher, ko_corpus, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    out, best = train_static(_config(static_init, teacher, tmp_path, corpus=[str(ko_corpus)]))
+    history = json.loads((out / "training_log.json").read_text())["history"]
+    assert [(r["stage"], r["epoch"]) for r in history] == [("init", 0), ("corpus", 1), ("corpus", 2)]
+    assert history[-1]["heldout_loss"] < history[0]["heldout_loss"]
+    assert best["stage"] == "corpus"
+    meta = json.loads((out / "kalbert.json").read_text())
+    assert meta["kind"] == "static-model" and [s["stage"] for s in meta["stages"]] == ["distill", "train"]
+    assert meta["stages"][-1]["corpus_train_sentences"] == 300
+    trained, _ = load_static_model(out)
+    initial, _ = load_static_model(static_init)
+    assert trained.vectors.shape == initial.vectors.shape and not np.allclose(trained.vectors, initial.vectors)
+    model = SentenceTransformer(str(out), device="cpu", local_files_only=True)
+    assert model.encode(["배우들의 연기가 좋았다"]).shape == (1, 16)
+
+
+def test_matryoshka_prefixes_and_a_narrower_model(static_init, teacher, ko_corpus, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    config = _config(static_init, teacher, tmp_path, corpus=[str(ko_corpus)], dim=12, matryoshka_dims=[6, 3],
+                     epochs=1)
+    out, _ = train_static(config)
+    meta = json.loads((out / "kalbert.json").read_text())
+    assert meta["dimension"] == 12 and meta["matryoshka_dims"] == [12, 6, 3]
+    full = SentenceTransformer(str(out), device="cpu", local_files_only=True).encode(["좋은 영화"])
+    small = SentenceTransformer(str(out), device="cpu", local_files_only=True, truncate_dim=6).encode(["좋은 영화"])
+    np.testing.assert_allclose(small, full[:, :6])
+
+
+def test_prefix_losses_average_over_the_prefixes():
+    pred, target = torch.randn(5, 8), torch.randn(5, 8)
+    separate = [target_loss(pred, target, [d], "cosine") for d in (8, 4)]
+    assert target_loss(pred, target, [8, 4], "cosine").item() == pytest.approx(float(sum(separate) / 2))
+
+
+def test_cosent_loss_rewards_the_gold_order():
+    left = torch.tensor([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    right = torch.tensor([[1.0, 0.1], [1.0, 1.0], [0.0, 1.0]])  # cosines fall from pair 0 to pair 2
+    assert cosent_loss(left, right, torch.tensor([1.0, 0.5, 0.0]), [2]) < 0.01
+    assert cosent_loss(left, right, torch.tensor([0.0, 0.5, 1.0]), [2]) > 10
+
+
+def test_cosent_stage_on_sts_train_splits_only(static_init, teacher, korsts, tmp_path):
+    out, best = train_static(_config(static_init, teacher, tmp_path, sts=["korsts"], eval=["korsts:dev"],
+                                     sts_epochs=1, batch_size=256))
+    history = json.loads((out / "training_log.json").read_text())["history"]
+    assert [r["stage"] for r in history] == ["init", "cosent korsts:train"]
+    assert "korsts:dev" in best and json.loads((out / "kalbert.json").read_text())["stages"][-1]["korsts:train_pairs"]
+    for reported in ("korsts:test", "klue-sts:dev"):
+        with pytest.raises(KalbertError, match="evaluation split"):
+            train_static(_config(static_init, teacher, tmp_path, sts=[reported], eval=["korsts:dev"],
+                                 out=str(tmp_path / "refused")))
+
+
+def test_bad_input_writes_nothing(static_init, teacher, zh_teacher, tmp_path):
+    empty, latin1 = tmp_path / "empty.txt", tmp_path / "latin1.txt"
+    empty.write_text("", encoding="utf-8")
+    latin1.write_bytes("caf\xe9 au lait et un croissant\n".encode("latin-1"))
+    cases = [({"corpus": [str(empty)]}, "is empty"),
+             ({"corpus": [str(latin1)]}, "not valid UTF-8"),
+             ({"corpus": [str(latin1)], "teacher": str(tmp_path / "missing")}, "teacher folder"),
+             ({"corpus": [str(empty)], "teacher": str(zh_teacher)}, "was distilled from"),
+             ({}, "no training sentences")]
+    for changes, message in cases:
+        with pytest.raises(KalbertError, match=message):
+            train_static(_config(static_init, teacher, tmp_path, **changes))
+    assert not (tmp_path / "trained").exists() and not list(tmp_path.glob(".trained.*"))
+    (tmp_path / "trained").mkdir()
+    with pytest.raises(KalbertError, match="already exists"):
+        train_static(_config(static_init, teacher, tmp_path, corpus=[str(empty)]))
