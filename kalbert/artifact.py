@@ -123,7 +123,8 @@ def folder_language(folder: str | Path) -> str:
 
 def invocation() -> str | None:
     """The command line that is running, when it is the ``kalbert`` program (None from the Python API)."""
-    program = Path(sys.argv[0]).name if sys.argv else ""
-    if program in ("kalbert", "__main__.py", "main.py"):
+    program = Path(sys.argv[0]) if sys.argv else Path()
+    # `kalbert ...`, `python -m kalbert ...`, `python -m kalbert.cli.main ...`; not `python -m pytest`
+    if program.name == "kalbert" or (program.name in ("__main__.py", "main.py") and "kalbert" in program.parts):
         return shlex.join(["kalbert", *sys.argv[1:]])
     return None

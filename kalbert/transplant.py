@@ -36,12 +36,13 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, PreTrainedModel, PreTrainedTokenizerBase
 
 from kalbert import __version__
-from kalbert.artifact import Kind, folder_languages, invocation, write_meta
-from kalbert.config import DEFAULT_SEED
+from kalbert.artifact import Kind, folder_languages, invocation
+from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output, sha256_file
+from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
 from kalbert.pretrain.export import TOKENIZER_FILES
 from kalbert.pretrain.presets import describe
+from kalbert.stage import artifact_folder, write_record
 from kalbert.teachers.backends import E5_NAME, e5_folder
 from kalbert.vocab.files import CLS_ID, PAD_ID, SEP_ID, SPIECE, check_special_ids, load_processor
 
@@ -456,13 +457,15 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
             "teacher_pooler": has_pooler,
         },
     }
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+    with artifact_folder(out, Kind.PRETRAINED_MODEL, overwrite=overwrite) as tmp:
         model.save_pretrained(tmp)
         for name in TOKENIZER_FILES:
             if (vocab / name).exists():
                 shutil.copy2(vocab / name, tmp / name)
         meta["seconds"] = round(time.perf_counter() - started, 1)
-        write_meta(tmp, meta)
+        teacher_root = e5_folder() if str(config.teacher) == E5_NAME else config.teacher  # not its module folder
+        meta = write_record(tmp, meta, Kind.PRETRAINED_MODEL, [teacher_root, vocab],
+                            command=render_command("kalbert transplant", config))
         atomic_write_text(tmp / "README.md", model_card(out.name, meta))
     return result
 

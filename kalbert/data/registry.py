@@ -224,6 +224,23 @@ def parse_ref(ref: str) -> tuple[str, str | None]:
     return name, split or None
 
 
+def training_split(ref: str, kinds: tuple[str, ...], flag: str, eval_refs: list[str]) -> tuple[str, str]:
+    """``name[:split]`` given to a training flag -> (name, split), the split defaulting to train; one-line
+    errors for a data set of another kind, a missing split, an evaluation split, or one ``eval_refs`` scores."""
+    name, split = parse_ref(ref)
+    spec = get_spec(name)
+    if spec.kind not in kinds:
+        raise KalbertError(f"'{name}' is a {spec.kind} data set; {flag} takes {' or '.join(kinds)} sets",
+                           "e.g. korsts, stsb-zh, afqmc")
+    split = split or ("train" if "train" in spec.splits else None)
+    if split is None:
+        raise KalbertError(f"'{name}' has no train split", f"name one: {', '.join(spec.splits)}")
+    assert_trainable(name, split)
+    if f"{name}:{split}" in eval_refs:
+        raise KalbertError(f"{name}:{split} is both training and evaluation data", "evaluate on another split")
+    return name, split
+
+
 def assert_trainable(name: str, split: str) -> None:
     """Refuse evaluation splits: nothing reported in a results table is ever trained on."""
     spec = get_spec(name)

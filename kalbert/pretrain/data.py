@@ -26,15 +26,16 @@ from typing import get_args
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.artifact import Kind, folder_language, invocation, read_meta, write_meta
-from kalbert.config import DEFAULT_SEED
+from kalbert.artifact import Kind, folder_language, invocation, read_meta
+from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import iter_documents, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
+from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.pretrain.card import write_data_card
 from kalbert.pretrain.instances import Document, Instance, SingleSentence, document_instances
 from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
 from kalbert.pretrain.tokens import encode_sentences
+from kalbert.stage import artifact_folder, write_record
 from kalbert.text import make_segmenter, normalize_text, split_sentences
 from kalbert.vocab.files import SPIECE, check_special_ids, load_processor, spiece_path
 
@@ -164,7 +165,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
     dtype = ids_dtype(processor.get_piece_size())
     started = time.time()
     totals = {split: Counter() for split in SPLITS}
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+    with artifact_folder(out, Kind.PRETRAINING_DATA, overwrite=overwrite) as tmp:
         writers = {split: ShardWriter(tmp, split, dtype, config.shard_instances) for split in SPLITS}
         documents = iter_documents([str(p) for p in sources])
         if config.max_documents:
@@ -199,7 +200,8 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
                        for split in SPLITS},
             "build_seconds": round(time.time() - started, 1),
         }
-        write_meta(tmp, meta)
+        meta = write_record(tmp, meta, Kind.PRETRAINING_DATA, [vocab],
+                            command=render_command("kalbert data build", config))
         write_data_card(tmp, meta)
     return out
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kalbert.artifact import write_meta
-from kalbert.io import atomic_output_dir
+from kalbert.artifact import Kind
 from kalbert.pretrain.card import write_model_card
 from kalbert.pretrain.curves import plot_curves, read_metrics
+from kalbert.stage import artifact_folder, write_record
 
 TOKENIZER_FILES = ("spiece.model", "spiece.vocab", "tokenizer.json", "tokenizer_config.json")
 CURVES_PNG = "learning_curves.png"
@@ -19,7 +19,7 @@ def export_model(model, vocab_dir: Path, out: Path, meta: dict, metrics_path: Pa
     records = read_metrics(metrics_path)
     held = [r for r in records if r["split"] == "heldout"]
     final_eval = {k: v for k, v in held[-1].items() if k not in ("step", "split")} if held else None
-    with atomic_output_dir(out, overwrite=True) as tmp:
+    with artifact_folder(out, Kind.PRETRAINED_MODEL, overwrite=True) as tmp:
         model.save_pretrained(tmp)
         for name in TOKENIZER_FILES:
             if (vocab_dir / name).exists():
@@ -28,7 +28,7 @@ def export_model(model, vocab_dir: Path, out: Path, meta: dict, metrics_path: Pa
         if records:
             plot_curves(records, tmp / CURVES_PNG, f"{title}: {meta['model']}")
             png = CURVES_PNG
-        write_meta(tmp, {**meta, "final_eval": final_eval})
+        meta = write_record(tmp, {**meta, "final_eval": final_eval}, Kind.PRETRAINED_MODEL, [meta["data"]])
         write_model_card(tmp, title, meta, final_eval, png)
     return out
 

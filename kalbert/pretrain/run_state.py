@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import shutil
 import signal
 import threading
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from kalbert import __version__
-from kalbert.artifact import META_FILE, Kind, invocation
+from kalbert.artifact import META_FILE, Kind, folder_languages, invocation
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json
 from kalbert.pretrain.checkpoint import latest_checkpoint
 from kalbert.pretrain.config import FREE_ON_RESUME
 from kalbert.pretrain.curves import METRICS, truncate_metrics
 from kalbert.pretrain.distributed import DistEnv
+from kalbert.stage import complete_record
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +48,6 @@ class StopFlag:
             signal.signal(sig, handler)
 
 
-def rng_state() -> dict:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def config_changes(recorded: dict, new: dict) -> list[str]:
     """What a resumed run would change of the numbers the recorded config computes, one line each.
 
@@ -85,8 +67,11 @@ def config_changes(recorded: dict, new: dict) -> list[str]:
 
 
 def prepare_run_folder(out: Path, config: dict, resume: bool, data_vocab_sha256: str, env: DistEnv,
-                       overwrite: bool) -> tuple[dict, Path | None]:
+                       overwrite: bool, command: str | None = None) -> tuple[dict, Path | None]:
     """Check (and start) the run folder; return its recorded metadata and the checkpoint to resume from, if any.
+
+    The folder grows checkpoint by checkpoint (it is resumable, so not built atomically), but its record is
+    complete from the start (:func:`kalbert.stage.complete_record`; ``command`` reproduces ``config``).
 
     Every process checks before any process writes (the first barrier), so all see the same state.
     """
@@ -110,6 +95,8 @@ def prepare_run_folder(out: Path, config: dict, resume: bool, data_vocab_sha256:
             meta = {"kalbert_version": __version__, "kind": Kind.PRETRAINING_RUN, "command": invocation(),
                     "config": config, "data_vocab_sha256": data_vocab_sha256, "world_size": env.world_size,
                     "resumed_with": []}
+            meta = complete_record(meta, Kind.PRETRAINING_RUN, [config["data"]], folder_languages(config["data"]),
+                                   command)
         else:
             meta.setdefault("resumed_with", []).append(invocation() or "Python API")
         atomic_write_json(meta_path, meta)

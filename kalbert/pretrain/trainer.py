@@ -27,6 +27,7 @@ from transformers import AlbertForPreTraining
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_language, read_meta
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.hardware import hardware_block
 from kalbert.io import sha256_file
@@ -41,11 +42,12 @@ from kalbert.pretrain.export import export_model
 from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
-from kalbert.pretrain.run_state import StopFlag, prepare_run_folder, rng_state, set_rng_state
+from kalbert.pretrain.run_state import StopFlag, prepare_run_folder
 from kalbert.pretrain.shards import InstanceSet
 from kalbert.pretrain.speed import choose_attention
 from kalbert.pretrain.sums import StepSums
 from kalbert.pretrain.teacher_targets import teacher_bf16, teacher_targets
+from kalbert.training.rng import rng_state, set_rng_state
 from kalbert.vocab import grow_embeddings
 from kalbert.vocab.files import SPIECE
 
@@ -120,7 +122,8 @@ class Trainer:
             torch.set_num_threads(config.threads)
         self.teacher_vectors = self._teacher_vectors()  # a wrong teacher fails before the run folder is made
         self.run_meta, checkpoint = prepare_run_folder(self.out, asdict(config), config.resume,
-                                                       self.data.vocab_sha256, env, overwrite)
+                                                       self.data.vocab_sha256, env, overwrite,
+                                                       render_command("kalbert pretrain", config))
         random.seed(config.seed)
         np.random.seed(config.seed)
         torch.manual_seed(config.seed)

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from kalbert import hardware
-from kalbert.artifact import Kind, read_meta, write_meta
+from kalbert.artifact import Kind, read_meta
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, sha256_file
+from kalbert.io import sha256_file
 from kalbert.sentence.card import add_stage, write_meta_and_card
 from kalbert.sentence.folder import is_sentence_model, module_names
+from kalbert.stage import artifact_folder, write_record
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -204,7 +206,7 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
     started = time.perf_counter()
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     reference = model.encode(CHECK_SENTENCES, convert_to_numpy=True)
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+    with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         module_dir = transformer_dir(tmp)
         shutil.rmtree(module_dir / ONNX_DIR, ignore_errors=True)  # files of an earlier export are stale
@@ -224,11 +226,12 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
         meta = read_meta(tmp)
         meta["onnx"] = _record(module_dir, files, cosines, int8_config if config.quantize else None)
         add_stage(meta, "onnx-export", asdict(config), seconds=round(time.perf_counter() - started, 1))
+        command = render_command("kalbert sbert export --backend onnx", config)
         if meta.get("kind") == Kind.SENTENCE_MODEL:  # a kalbert folder: refresh its card too
             write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(),
-                                model.max_seq_length)
+                                model.max_seq_length, [source], command)
         else:  # someone else's folder keeps its own README
-            write_meta(tmp, meta)
+            write_record(tmp, meta, Kind.SENTENCE_MODEL, [source], command=command)
     return Path(config.out)
 
 

@@ -7,13 +7,15 @@ data split it was measured on and the command that produced the model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from kalbert import __version__
-from kalbert.artifact import META_FILE, Kind, invocation, write_meta
+from kalbert.artifact import META_FILE, Kind, invocation
 from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_text
+from kalbert.stage import write_record
 
 
 def new_meta(languages: list[str], source: str) -> dict[str, Any]:
@@ -23,7 +25,9 @@ def new_meta(languages: list[str], source: str) -> dict[str, Any]:
 
 def add_stage(meta: dict[str, Any], stage: str, config: dict[str, Any], **facts: Any) -> None:
     """Record one stage with its resolved config, the command line, measured facts (time, steps) and the
-    machine that measured them (:func:`kalbert.hardware.hardware_block`)."""
+    machine that measured them (:func:`kalbert.hardware.hardware_block`). The latest stage's command is the
+    folder's (a carried-over record must not keep an earlier stage's)."""
+    meta["command"] = invocation()
     meta.setdefault("stages", []).append({"stage": stage, "command": invocation(), "config": config, **facts,
                                           "hardware": hardware_block()})
 
@@ -94,10 +98,11 @@ def metrics_and_stages(meta: dict[str, Any], none_measured: str) -> list[str]:
 
 
 def write_meta_and_card(folder: Path, meta: dict[str, Any], modules: list[str], dimension: int,
-                        max_seq_length: int) -> None:
+                        max_seq_length: int, parents: Iterable[str | Path] = (), command: str | None = None) -> None:
+    """Write the complete record (:func:`kalbert.stage.write_record`) and the card rendered from it."""
     onnx_files = (meta.get("onnx") or {}).get("files") or {}
     if not all((folder / name).is_file() for name in onnx_files.values()):
         # A stage that trained from an ONNX-exported folder inherits its record, but not its ONNX files.
         meta = {key: value for key, value in meta.items() if key != "onnx"}
-    write_meta(folder, meta)
+    meta = write_record(folder, meta, Kind.SENTENCE_MODEL, parents, command=command)
     atomic_write_text(folder / "README.md", render_card(meta, modules, dimension, max_seq_length))

@@ -34,10 +34,11 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.util import cos_sim
 
-from kalbert.artifact import folder_languages, read_meta
+from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.config import render_command
 from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, open_text, refuse_existing_output
+from kalbert.io import atomic_write_json, open_text, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
@@ -46,6 +47,7 @@ from kalbert.sentence.evaluate import parse_sts_ref, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.stage import artifact_folder
 from kalbert.teachers.backends import Teacher, describe, load_teacher
 from kalbert.teachers.cache import EmbeddingCache, open_cache
 from kalbert.teachers.corpus import corpus_sentences
@@ -387,9 +389,10 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
             add_metric(meta, "distill", splits[key], "spearman_cosine", value)
         else:
             add_metric(meta, "distill", "held-out distillation rows", key, value)
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+    with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         spiece = student_path if (student_path / "spiece.model").is_file() else None
-        save_sentence_model(student, tmp, meta, spiece)
+        save_sentence_model(student, tmp, meta, spiece, [student_path, config.teacher],
+                            render_command("kalbert sbert distill", config))
         atomic_write_json(tmp / "training_log.json", {"stage": "distill", "history": result.records()})
     run.remove()
     return DistillResult(Path(config.out), kept, result)

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from kalbert.artifact import folder_languages, read_meta
+from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
 from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
 from kalbert.sentence.folder import is_sentence_model, module_names
+from kalbert.stage import artifact_folder
 from kalbert.vocab.files import SPIECE
 
 if TYPE_CHECKING:
@@ -127,13 +130,15 @@ def set_max_seq_length(model: SentenceTransformer, length: int) -> int:
     return model.max_seq_length
 
 
-def save_sentence_model(model: SentenceTransformer, folder: Path, meta: dict, spiece_from: Path | None) -> None:
-    """Write the model, its spiece.model, kalbert.json and card into ``folder``, then prove it reloads equal."""
+def save_sentence_model(model: SentenceTransformer, folder: Path, meta: dict, spiece_from: Path | None,
+                        parents: Iterable[str | Path] = (), command: str | None = None) -> None:
+    """Write the model, its spiece.model, kalbert.json (naming ``parents``) and card into ``folder``, then prove
+    it reloads equal."""
     model.save(str(folder), create_model_card=False)
     if spiece_from is not None and (spiece_from / SPIECE).is_file():
         shutil.copyfile(spiece_from / SPIECE, folder / SPIECE)
     write_meta_and_card(folder, meta, module_names(model), model.get_embedding_dimension(),
-                        model.max_seq_length)
+                        model.max_seq_length, parents, command)
     check_roundtrip(model, folder)
 
 
@@ -163,8 +168,9 @@ def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path
     for ref in config.eval:
         add_metric(meta, "export", ref, "spearman_cosine", evaluate_sts(model, ref, config.batch_size))
     add_stage(meta, "export", asdict(config), seconds=round(time.perf_counter() - started, 1))
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
-        save_sentence_model(model, tmp, meta, tokenizer_dir)
+    with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
+        save_sentence_model(model, tmp, meta, tokenizer_dir, [checkpoint],
+                            render_command("kalbert sbert export", config))
     return Path(config.out)
 
 
@@ -182,7 +188,7 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
         raise KalbertError(f"{source} is not a sentence model (no modules.json)",
                            "--weights float16 takes a folder made by `kalbert sbert export|sts|distill`")
     original = SentenceTransformer(str(source), device="cpu", local_files_only=True)
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+    with artifact_folder(out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         for weights in tmp.rglob("*.safetensors"):
             tensors = {name: t.half() if t.is_floating_point() else t for name, t in load_file(weights).items()}
@@ -199,5 +205,7 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
         meta = read_meta(tmp)
         meta["weights_storage"] = {"dtype": "float16", "computed_in": "float32", "min_cosine_vs_float32": cosine}
         add_stage(meta, "half-weights", {"model": str(source), "out": str(out)})
-        write_meta_and_card(tmp, meta, module_names(copy), copy.get_embedding_dimension(), copy.max_seq_length)
+        write_meta_and_card(tmp, meta, module_names(copy), copy.get_embedding_dimension(), copy.max_seq_length,
+                            [source], shlex.join(["kalbert", "sbert", "export", "--model", str(source), "--out",
+                                                  str(out), "--weights", "float16"]))
     return Path(out)

@@ -17,10 +17,11 @@ from typing import Literal
 
 import numpy as np
 
-from kalbert.artifact import folder_languages, read_meta
-from kalbert.data import assert_trainable, get_spec, load_nli, load_pairs, load_sts, parse_ref
+from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.config import render_command
+from kalbert.data import get_spec, load_nli, load_pairs, load_sts, training_split
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, refuse_existing_output
+from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
@@ -29,6 +30,7 @@ from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.stage import artifact_folder
 from kalbert.training import RunFolder
 
 log = logging.getLogger(__name__)
@@ -78,20 +80,7 @@ class STSResult:
 
 
 def _train_refs(refs: list[str], eval_refs: list[str]) -> list[tuple[str, str]]:
-    resolved = []
-    for ref in refs:
-        name, split = parse_ref(ref)
-        spec = get_spec(name)
-        if spec.kind not in TRAINABLE_KINDS:
-            raise KalbertError(f"'{name}' is a {spec.kind} data set; --train takes STS, NLI or pair sets",
-                               "e.g. korsts, kornli:dev, ocnli, afqmc, stsb-zh")
-        split = split or ("train" if "train" in spec.splits else None)
-        if split is None:
-            raise KalbertError(f"'{name}' has no train split", f"name one: {', '.join(spec.splits)}")
-        assert_trainable(name, split)
-        if f"{name}:{split}" in eval_refs:
-            raise KalbertError(f"{name}:{split} is both training and evaluation data", "evaluate on another split")
-        resolved.append((name, split))
+    resolved = [training_split(ref, TRAINABLE_KINDS, "--train", eval_refs) for ref in refs]
     if not resolved:
         raise KalbertError("no training data", "pass --train, e.g. --train korsts")
     return resolved
@@ -191,8 +180,9 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         add_metric(meta, "sts", ref, "spearman_cosine", result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():
         add_metric(meta, "sts", ref, "spearman_cosine", score)
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
-        save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None)
+    with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
+        save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None, [source],
+                            render_command("kalbert sbert sts", config))
         atomic_write_json(tmp / "training_log.json", {"stage": "sts", "history": result.records()})
     run.remove()
     return STSResult(Path(config.out), result.best.score, test, result, len(eval_refs))

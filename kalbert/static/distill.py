@@ -24,10 +24,12 @@ import numpy as np
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
+from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.sentence.encoder import unique_rows
+from kalbert.stage import artifact_folder
 from kalbert.static.evaluate import STSDev, eval_refs
 from kalbert.static.model import StaticVectors, save_static_model, to_sentence_transformer, vocab_files
 from kalbert.static.weighting import Weighting, ordinary_pieces, piece_weights
@@ -174,6 +176,6 @@ def distill_static(config: StaticDistillConfig, overwrite: bool = False) -> Path
               seconds=round(time.perf_counter() - started, 1))
     for ref, score in scores.items():
         add_metric(meta, "distill", ref, "spearman_cosine", score)
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
-        save_static_model(static, tmp, meta)
+    with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
+        save_static_model(static, tmp, meta, [vocab, config.teacher], render_command("kalbert static distill", config))
     return Path(config.out)

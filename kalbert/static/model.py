@@ -16,15 +16,17 @@ rows are PCA-ordered, so any prefix (``truncate_dim``) is itself a usable, small
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kalbert.artifact import Kind, read_meta, write_meta
+from kalbert.artifact import Kind, read_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text
+from kalbert.stage import write_record
 from kalbert.static.card import render_card
 from kalbert.vocab.files import SPIECE
 
@@ -95,8 +97,10 @@ def to_sentence_transformer(static: StaticVectors) -> SentenceTransformer:
     return SentenceTransformer(modules=[module], device="cpu")
 
 
-def save_static_model(static: StaticVectors, folder: Path, meta: dict[str, Any]) -> None:
-    """Write the whole folder into ``folder`` (an empty temp folder from ``atomic_output_dir``)."""
+def save_static_model(static: StaticVectors, folder: Path, meta: dict[str, Any], parents: Iterable[str | Path],
+                      command: str) -> None:
+    """Write the whole folder into ``folder`` (an empty temp folder from :func:`kalbert.stage.artifact_folder`);
+    ``parents`` and ``command`` complete its record."""
     from safetensors.numpy import save_file
 
     model = to_sentence_transformer(static)
@@ -104,7 +108,7 @@ def save_static_model(static: StaticVectors, folder: Path, meta: dict[str, Any])
     save_file({"weights": static.weights, "projection_mean": static.projection_mean,
                "projection": static.projection}, str(folder / EXTRAS_FILE))
     shutil.copyfile(static.vocab / SPIECE, folder / SPIECE)
-    write_meta(folder, meta)
+    meta = write_record(folder, meta, Kind.STATIC_MODEL, parents, command=command)
     atomic_write_text(folder / "README.md", render_card(meta))
 
 

@@ -28,11 +28,13 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from kalbert.config import DEFAULT_SEED
-from kalbert.data import assert_trainable, get_spec, load_pairs, load_sts, parse_ref
+from kalbert.artifact import Kind
+from kalbert.config import DEFAULT_SEED, render_command
+from kalbert.data import get_spec, load_pairs, load_sts, training_split
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_json, refuse_existing_output
+from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.sentence.card import add_metric, add_stage
+from kalbert.stage import artifact_folder
 from kalbert.static.evaluate import STSDev, eval_refs
 from kalbert.static.model import StaticVectors, load_static_model, save_static_model, to_sentence_transformer
 from kalbert.static.weighting import Weighting, piece_weights
@@ -138,18 +140,8 @@ def pair_sets(refs: list[str], evaluated: list[str]) -> list[tuple[str, list[str
     """(ref, left texts, right texts, labels 0..1) of each --sts set; evaluation splits are refused."""
     found = []
     for ref in refs:
-        name, split = parse_ref(ref)
-        spec = get_spec(name)
-        if spec.kind not in PAIR_KINDS:
-            raise KalbertError(f"'{name}' is a {spec.kind} data set; --sts takes STS or pair sets",
-                               "e.g. korsts, stsb-zh, cnsd-stsb, afqmc")
-        split = split or "train"
-        if split not in spec.splits:
-            raise KalbertError(f"'{name}' has no {split} split", f"name one: {', '.join(spec.splits)}")
-        assert_trainable(name, split)
-        if f"{name}:{split}" in evaluated:
-            raise KalbertError(f"{name}:{split} is both training and evaluation data", "evaluate on another split")
-        if spec.kind == "sts":
+        name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
+        if get_spec(name).kind == "sts":
             rows = [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split)]
         else:
             rows = [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split)]
@@ -259,8 +251,8 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if "heldout_loss" in best.record:
         add_metric(meta, "train", "held-out corpus sentences", f"teacher_{config.loss}_loss",
                    best.record["heldout_loss"])
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
-        save_static_model(static, tmp, meta)
+    with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
+        save_static_model(static, tmp, meta, [config.init], render_command("kalbert static train", config))
         atomic_write_json(tmp / "training_log.json", {"stage": "train", "history": history})
     return Path(config.out), best.record
 

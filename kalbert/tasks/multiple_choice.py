@@ -20,12 +20,13 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.artifact import Kind, write_meta
-from kalbert.config import DEFAULT_SEED
+from kalbert.artifact import Kind, folder_languages
+from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import BLANK, MCExample, assert_trainable, load_mc
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, refuse_existing_output
+from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import Precision
+from kalbert.stage import artifact_folder, write_record
 from kalbert.tasks.albert import check_albert
 from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
@@ -218,14 +219,41 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "train_examples": len(train),
         "wall_seconds": round(time.perf_counter() - started, 2),
     }
-    with atomic_output_dir(config.out, overwrite=overwrite) as folder:
+    with artifact_folder(config.out, Kind.MC_MODEL, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
-        write_meta(folder, summary)
+        summary = write_record(folder, summary, Kind.MC_MODEL, [model_path], folder_languages(model_path),
+                               render_command("kalbert mc train", config))
+        atomic_write_text(folder / "README.md", render_card(summary))
     run.remove()
     return summary
+
+
+def render_card(summary: dict[str, Any]) -> str:
+    """The README card of a multiple-choice folder, from its kalbert.json alone."""
+    report = summary["report"]
+    subset = f" (first {report['n']} of {report['n_split']} examples)" if report["subset"] else ""
+    languages = "".join(f"- {lang}\n" for lang in summary["languages"])
+    return f"""---
+language:
+{languages}library_name: transformers
+tags: [albert, multiple-choice, kalbert]
+---
+
+# Multiple choice: ALBERT fine-tuned on {summary['task']}
+
+Accuracy {report['accuracy']:.4f} on {summary['task']}:{report['split']}{subset}; the model of epoch
+{summary['selected_epoch']} was kept. Made from `{summary['config']['model']}` with kalbert
+{summary['kalbert_version']}:
+
+```
+{summary['command']}
+```
+
+Everything else (config, per-epoch history, machine) is in `kalbert.json`.
+"""
 
 
 def predict_mc(

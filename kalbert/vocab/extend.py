@@ -17,10 +17,11 @@ from pathlib import Path
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as sp_pb2
 
-from kalbert import __version__
-from kalbert.artifact import read_meta, write_meta
+from kalbert.artifact import Kind, read_meta
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_text, open_text
+from kalbert.io import atomic_write_text, open_text
+from kalbert.stage import artifact_folder, write_record
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import make_segmenter
 from kalbert.vocab.config import VocabExtendConfig
@@ -124,19 +125,19 @@ def extend_vocab(config: VocabExtendConfig, overwrite: bool = False) -> tuple[Pa
         )
     base = Path(config.base)
     meta = read_meta(base)
-    with atomic_output_dir(config.out, overwrite=overwrite) as tmp:
+    with artifact_folder(config.out, Kind.VOCAB, overwrite=overwrite) as tmp:
         write_vocab_files(tmp, proto.SerializeToString())
         new_processor = load_processor(tmp)
         moved = [i for i in range(old_size) if new_processor.id_to_piece(i) != processor.id_to_piece(i)]
         if moved:
             raise KalbertError(f"internal error: ids {moved[:5]} moved while extending")
         meta.update(
-            kalbert_version=__version__,
             vocab_size=new_processor.get_piece_size(),
             extended_from={"base": str(base), "base_vocab_size": old_size, "config": asdict(config)},
             added_pieces=[_WORD_START + w for w in extension.added],
         )
-        write_meta(tmp, meta)
+        write_record(tmp, {**meta, "command": None}, Kind.VOCAB, parents=[base],
+                     command=render_command("kalbert vocab extend", config))
         base_card = base / "README.md"
         if base_card.exists():
             shutil.copyfile(base_card, tmp / "BASE_README.md")

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kalbert import __version__
-from kalbert.artifact import Kind, write_meta
+from kalbert.artifact import Kind, folder_languages
 from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import QAExample, assert_trainable, get_spec, load_qa
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_output_dir, atomic_write_text, refuse_existing_output
+from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import Precision
+from kalbert.stage import artifact_folder, write_record
 from kalbert.tasks.albert import check_albert
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
@@ -199,12 +200,12 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "train_windows": len(windows),
         "wall_seconds": round(time.perf_counter() - started, 2),
     }
-    with atomic_output_dir(config.out, overwrite=overwrite) as folder:
+    with artifact_folder(config.out, Kind.QA_MODEL, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
-        write_meta(folder, summary)
+        summary = write_record(folder, summary, Kind.QA_MODEL, [model_path], folder_languages(model_path))
         atomic_write_text(folder / "README.md", render_card(summary))
     run.remove()
     return summary
