@@ -157,7 +157,7 @@ class KalbertRecipe:
         start, start_cpu = time.perf_counter(), time.process_time()
         sums, _, _ = trainer.train_step(lambda: False)
         seconds, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-        batch = trainer._batch(trainer.train_set, trainer.batches.indices(step), (0, 0, 0))  # its row layout
+        batch = trainer._batch("train", trainer.batches.indices(step), (0, 0, 0))  # its row layout
         rows, width = batch.inputs["input_ids"].shape
         flops = 3 * forward_flops(trainer.model.config, rows, width, int(sums["masked"]))
         totals.add(seconds, cpu, flops, int(sums["tokens"]), int(sums["positions"]))

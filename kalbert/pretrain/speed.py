@@ -13,21 +13,6 @@ from __future__ import annotations
 
 import torch
 
-from kalbert import hardware
-from kalbert.precision import precision_of, resolve_precision
-
-
-def native_bf16(device: torch.device) -> str | None:
-    """What gives ``device`` native bf16 matmuls (for the log), or None if it has none: see
-    :func:`kalbert.hardware.native_bf16`, the one place that reads the hardware."""
-    return hardware.native_bf16(device)
-
-
-def choose_bf16(requested: bool | None, recorded: bool | None, device: torch.device) -> tuple[bool, str]:
-    """bf16 on or off, and why, for callers still holding bools: :func:`kalbert.precision.resolve_precision`
-    (None requested is "auto")."""
-    return resolve_precision(precision_of(requested) or "auto", device, precision_of(recorded))
-
 
 def choose_attention(requested: str, bf16: bool, device: torch.device) -> tuple[str, str]:
     """The HF attention implementation and why: as requested, else eager for bf16 on a CPU, else SDPA."""

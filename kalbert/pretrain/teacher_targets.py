@@ -20,9 +20,9 @@ import sentencepiece as spm
 import torch
 
 from kalbert.errors import KalbertError
+from kalbert.hardware import native_bf16
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.shards import InstanceSet
-from kalbert.pretrain.speed import native_bf16
 from kalbert.teachers.backends import load_teacher
 from kalbert.teachers.cache import open_cache
 from kalbert.vocab.files import SPIECE

@@ -14,15 +14,14 @@ CPU = torch.device("cpu")
 def test_an_explicit_or_recorded_choice_wins_over_the_hardware(fake_cpu, monkeypatch):
     monkeypatch.setattr(precision, "emulated_bf16_slowdown", lambda: 2.0)
     fake_cpu({"avx512f", "avx512_bf16"})
-    assert speed.native_bf16(CPU) == "AVX512-BF16"
-    assert speed.choose_bf16(False, None, CPU) == (False, "fp32 as requested")
-    assert speed.choose_bf16(None, False, CPU) == (False, "fp32, as the run being resumed")
-    assert speed.choose_bf16(None, None, CPU) == (True, "native bf16 here: AVX512-BF16")
+    resolve = precision.resolve_precision
+    assert resolve("fp32", CPU) == (False, "fp32 as requested")
+    assert resolve("auto", CPU, "fp32") == (False, "fp32, as the run being resumed")
+    assert resolve("auto", CPU) == (True, "native bf16 here: AVX512-BF16")
     fake_cpu({"avx2"})
-    assert speed.native_bf16(CPU) is None
-    assert speed.choose_bf16(None, None, CPU) == (False, "no native bf16 on this device")
-    assert speed.choose_bf16(True, None, CPU)[0] is True
-    assert speed.choose_bf16(None, True, CPU)[0] is False  # a bf16 run resumed here goes on in fp32
+    assert resolve("auto", CPU) == (False, "no native bf16 on this device")
+    assert resolve("bf16", CPU)[0] is True
+    assert resolve("auto", CPU, "bf16")[0] is False  # a bf16 run resumed here goes on in fp32
 
 
 def test_bf16_cpus_use_eager_attention(fake_cpu):
