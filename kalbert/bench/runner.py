@@ -189,13 +189,14 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
     ``started`` (a ``time.perf_counter()`` value) lets the recorded wall time include model loading.
     """
     started = time.perf_counter() if started is None else started
+    if not getattr(encoder, "cross_lingual", True):
+        for task in (t for t in tasks if t.cross_lingual):
+            log.info("%s: skipped, %s cannot compare sentences across languages", task.name, encoder.name)
+        tasks = [task for task in tasks if not task.cross_lingual]
     data = {task.name: load_task(task) for task in tasks}
     records: list[dict[str, Any]] = []
     progress = tqdm(tasks, desc=f"bench {encoder.name}", unit="task")
     for task in progress:
-        if task.cross_lingual and not getattr(encoder, "cross_lingual", True):
-            log.info("%s: skipped, %s cannot compare sentences across languages", task.name, encoder.name)
-            continue
         progress.set_postfix_str(task.name)
         records += evaluate(encoder, task, data[task.name])
     return ResultsFile(
