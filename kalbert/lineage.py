@@ -8,6 +8,7 @@ checked before hours of work.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,14 +21,33 @@ _TRAINING_FIELDS = {"train": "train", "parallel": "all", "sts": "train"}
 _PARENT_FIELDS = ("model", "student", "teacher", "init", "source")
 
 
+def pairs_record(pairs_file: str | Path) -> Path:
+    """The record beside a mined pairs file (`kalbert sbert mine`): same stem, ``.json``."""
+    return Path(pairs_file).expanduser().with_suffix(".json")
+
+
+def _labelled_splits(pairs_file: Path) -> set[str]:
+    """What the teacher that labelled a mined pairs file was trained on (its record says; none without one)."""
+    if not pairs_file.is_file():
+        return set()
+    try:
+        record = json.loads(pairs_record(pairs_file).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return set()
+    return set(record.get("training_splits", [])) if isinstance(record, dict) else set()
+
+
 def _ref(entry: str, default_split: str) -> str:
     name, _, split = str(entry).partition(":")
     return f"{name}:{split or default_split}"
 
 
 def training_splits(folder: str | Path, _seen: frozenset[Path] = frozenset()) -> set[str]:
-    """``name:split`` of every data set that ``folder`` or a folder it came from was trained on."""
+    """``name:split`` of every data set that ``folder`` or a folder it came from was trained on; for a mined
+    pairs file, what its labelling teacher was trained on."""
     folder = Path(folder).expanduser()
+    if folder.is_file():
+        return _labelled_splits(folder)
     if not folder.is_dir() or folder.resolve() in _seen:
         return set()
     seen = _seen | {folder.resolve()}
@@ -37,7 +57,8 @@ def training_splits(folder: str | Path, _seen: frozenset[Path] = frozenset()) ->
         config = stage.get("config", {})
         for field, default_split in _TRAINING_FIELDS.items():
             entries = config.get(field) or []
-            splits |= {_ref(entry, default_split) for entry in ([entries] if isinstance(entries, str) else entries)}
+            for entry in [entries] if isinstance(entries, str) else entries:
+                splits |= {_ref(entry, default_split)} | _labelled_splits(Path(str(entry)).expanduser())
         for field in _PARENT_FIELDS:
             parent = config.get(field)
             if isinstance(parent, str) and parent and Path(parent).expanduser().resolve() != folder.resolve():
@@ -50,5 +71,6 @@ def refuse_trained_on(folder: str | Path, refs: Iterable[str], role: str) -> Non
     trained = training_splits(folder)
     overlap = sorted({_ref(ref, "test") for ref in refs} & trained)
     if overlap:
-        raise KalbertError(f"{folder} was trained on {', '.join(overlap)}, which {role} evaluates",
+        what = "was labelled by a teacher trained on" if Path(folder).expanduser().is_file() else "was trained on"
+        raise KalbertError(f"{folder} {what} {', '.join(overlap)}, which {role} evaluates",
                            "evaluate on a split it never saw, or use a model whose record does not name it")

@@ -90,17 +90,17 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
     assert (vocab.lang, vocab.vocab_size, vocab.seed) == ("ko+zh", 48000, 13)
     folder = ROOT / "models/sbert-ko-zh-small"
     sts = config_from_args(build_parser().parse_args(["sbert", "sts", "--config", str(folder)]))
-    assert (sts.model, sts.loop.lr, sts.loop.eval_steps) == ("outputs/sbert-ko-zh-kd", 1e-4, 300)
+    assert (sts.model, sts.loop.lr, sts.loop.eval_steps) == ("/tmp/w/outputs/sbert-ko-zh-kdm", 1e-4, 300)
     distill = config_from_args(build_parser().parse_args(["sbert", "distill", "--config", str(folder)]))
-    assert (distill.loss, distill.loop.max_steps, distill.learn_source) == ("infonce", 1500, True)
+    assert (distill.loss, distill.loop.max_steps, distill.learn_source) == ("mse", None, True)
 
 
 def test_rendered_command_parses_back_to_the_same_config():
     args = build_parser().parse_args(["sbert", "distill", "--config", str(ROOT / "models/sbert-ko-zh-small")])
     config = config_from_args(args)
     command = render_command("kalbert sbert distill", config)
-    assert "--max-steps 1500" in command and "--epochs 1.0" in command
-    assert "--lr" not in command and "--batch-size" not in command  # distillation's own defaults
+    assert "--loss mse" in command and "--epochs 1.0" in command and "--batch-size 128" in command
+    assert "--max-steps" not in command and "--pooling" not in command  # distillation's own defaults
     again = config_from_args(build_parser().parse_args(shlex.split(command)[1:]))
     assert again == config
 

@@ -19,7 +19,7 @@ from kalbert.text.balance import temperature_quotas
 class FakeTeacher:
     """Deterministic 3-d vectors; counts what it encodes; can be told to die after some sentences."""
 
-    name, languages, dimension = "fake", ["multilingual"], 3
+    name, languages, dimension, backends = "fake", ["multilingual"], 3, ("numpy",)
 
     def __init__(self, fingerprint: str = "fake-1", die_after: int | None = None) -> None:
         self.fingerprint, self.die_after, self.encoded = fingerprint, die_after, 0

@@ -183,4 +183,5 @@ def qa_results(summary: dict[str, Any], model_name: str, command: str, note: str
     report = summary["report"]
     return _finetuned_results(summary, model_name, command, note,
                               {"exact_match": report["exact_match"], "f1": report["f1"]},
-                              {"train_questions": summary["train_questions"]})
+                              {"train_questions": summary["train_questions"], "read_as": report["read_as"],
+                               "train_sets": summary["train_sets"], "article_splits": summary["article_splits"]})

@@ -121,7 +121,7 @@ FINETUNE_LABELS = {
 }
 
 # Extractive QA data sets fine-tuned by `kalbert qa train` (kalbert.tasks.qa).
-QA_LABELS = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018"}
+QA_LABELS = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}
 
 # Column order in reports: the tasks above, then the fine-tuning-only ones.
 TASK_ORDER = tuple(dict.fromkeys([*TASKS, *FINETUNE_LABELS, *QA_LABELS]))

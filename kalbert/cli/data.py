@@ -42,6 +42,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from kalbert.data.passages import describe_drops
     from kalbert.pretrain import build_pretraining_data
 
     out = build_pretraining_data(config_from_args(args), overwrite=args.overwrite)
@@ -51,5 +52,6 @@ def _build(args: argparse.Namespace) -> int:
         print(f"{split}: {info['instances']:,} instances, {info['tokens']:,} tokens from "
               f"{stats.get('documents', 0):,} documents ({stats.get('single_sentence_documents', 0):,} "
               f"with one sentence, {stats.get('random_b_instances', 0):,} random-B instances)")
+    print(describe_drops(meta["evaluation_passages"]))
     print(f"data: {out} ({meta['build_seconds']} s)")
     return 0

@@ -1,4 +1,4 @@
-"""`kalbert pretrain`: MLM + SOP pretraining (scratch or further-pretraining), one process or many."""
+"""`kalbert pretrain`: MLM + SOP (or span selection) pretraining, from scratch or further, one process or many."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ EXAMPLES = """examples:
   kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/pretrain-tiny --max-steps 300 --resume
   kalbert pretrain --data outputs/data-kowiki-5k --init-from outputs/pretrain-tiny/model --objective mlm \\
       --out outputs/further --max-steps 100
+  kalbert pretrain --data outputs/data-kowiki-5k --init-from outputs/pretrain-tiny/model --objective mlm+rss \\
+      --out outputs/further-rss --max-steps 100
   torchrun --nproc-per-node 2 -m kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/ddp
   kalbert pretrain --list-presets --vocab-size 30000"""
 
 
-HELP = "pretrain an ALBERT model with MLM + SOP"
+HELP = "pretrain an ALBERT model with MLM + SOP (or MLM + recurring span selection)"
 
 
 def register(nouns) -> None:

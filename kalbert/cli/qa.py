@@ -1,4 +1,4 @@
-"""`kalbert qa train|predict|evaluate`: extractive question answering with ALBERT (KorQuAD 1.0, CMRC 2018)."""
+"""`kalbert qa train|predict|evaluate`: extractive question answering with ALBERT (KorQuAD 1.0, CMRC 2018, DRCD)."""
 
 from __future__ import annotations
 
@@ -60,13 +60,14 @@ def register(nouns) -> None:
     evaluate = add_verb(
         verbs,
         "evaluate",
-        "EM/F1 of a QA model on a split, as the official KorQuAD 1.0 / CMRC 2018 scripts compute them",
+        "EM/F1 of a QA model on a split, as the official KorQuAD 1.0 / CMRC 2018 scripts compute them (DRCD: CMRC's)",
         "kalbert qa evaluate --model outputs/qa-korquad --task korquad --split test --out outputs/qa-korquad-test.json",
         _evaluate,
     )
     evaluate.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
     evaluate.add_argument("--task", required=True, choices=list(QA_TASKS))
-    evaluate.add_argument("--split", default="test", help="train, val, test (the reported part), or dev (all)")
+    evaluate.add_argument("--split", default="test", help="train, val, test (the reported part), or the whole public "
+                          "file(s): dev (korquad, cmrc2018), all (drcd)")
     evaluate.add_argument("--max-rows", type=positive_int, help="only the first N questions")
     evaluate.add_argument("--out", help="write the scores and every prediction ({id: answer}) as JSON here")
 
@@ -80,6 +81,7 @@ def _train(args: argparse.Namespace) -> int:
     subset = f", first {report['n']} of {report['n_split']}" if report["subset"] else ""
     print(f"{config.task}: EM {report['exact_match']:.2f} F1 {report['f1']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on {summary['splits']['select']})")
+    print(f"trained on the {summary['splits']['train']} parts of {', '.join(summary['train_sets'])}")
     print(f"wrote {config.out}")
     if args.results:
         from kalbert.bench.results import qa_results, write_results
@@ -148,7 +150,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     result = evaluate_qa(args.model, args.task, args.split, args.max_rows)
     subset = f", first {result['n']} of {result['n_split']}" if result["subset"] else ""
     print(f"{args.task}:{args.split}: EM {result['exact_match']:.2f} F1 {result['f1']:.2f} "
-          f"(n={result['n']}{subset}; {result['metric']})")
+          f"(n={result['n']}{subset}; {result['metric']}; read as {result['read_as']})")
     if args.out:
         atomic_write_json(Path(args.out), result)
         print(f"wrote {args.out}")

@@ -1,4 +1,4 @@
-"""`kalbert sbert export|sts|distill`."""
+"""`kalbert sbert export|sts|distill|mine`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import argparse
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
 
-HELP = "sentence models: export, STS training, distillation"
+HELP = "sentence models: export, STS training, distillation, teacher-graded pair mining"
 
 
 def register(nouns) -> None:
     from kalbert.sentence.distill import DistillConfig
     from kalbert.sentence.export import ExportConfig
+    from kalbert.sentence.mine import MineConfig
     from kalbert.sentence.sts import STSConfig
 
     parser = nouns.add_parser("sbert", help=HELP)
@@ -57,6 +58,14 @@ def register(nouns) -> None:
         _distill)
     add_config_arguments(distill, DistillConfig, stage="distill")
     add_overwrite(distill)
+
+    mine = add_verb(
+        verbs, "mine", "mine same-language sentence pairs from corpora by nearest neighbours and grade them with a "
+        "teacher, as a graded training file for `kalbert sbert sts --train FILE`",
+        "kalbert sbert mine --teacher outputs/teachers/me5-small-ft --corpus kowiki nsmc zh-laws zh-clue "
+        "--max-sentences 200000 --pairs 50000 --neighbours 8 --out outputs/mined/ko-zh-ft.tsv", _mine)
+    add_config_arguments(mine, MineConfig)
+    mine.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -112,4 +121,22 @@ def _distill(args: argparse.Namespace) -> int:
     print(f"student: {result.out} (best step {result.fit.best.step} of {result.fit.steps})")
     for key, value in result.metrics.items():
         print(f"  {key}: {value:.4f}")
+    return 0
+
+
+def _mine(args: argparse.Namespace) -> int:
+    from kalbert.lineage import pairs_record
+    from kalbert.sentence.mine import mine_pairs
+
+    result = mine_pairs(config_from_args(args), overwrite=args.overwrite)
+    if result.found < result.asked:
+        print(f"found {result.found} of the {result.asked} pairs asked (corpus sample too small or too repetitive); "
+              f"wrote them all (--allow-fewer)")
+    pairs, score = result.record["pairs"], result.record["score"]
+    languages = ", ".join(f"{lang} {n}" for lang, n in pairs["per_language"].items())
+    print(f"mined pairs: {result.out} ({result.found} pairs: {languages}; {pairs['from_neighbours']} from nearest "
+          f"neighbours, {pairs['random']} random), record {pairs_record(result.out)}")
+    print(f"  score 0-5 = teacher cosine {score['cosine_at_0']:.4f}-{score['cosine_at_5']:.4f}, linear; "
+          f"{result.record['sample']['heldout_dropped']} evaluation sentences left out of the sample")
+    print(f"  train with: kalbert sbert sts --train {result.out} ...")
     return 0

@@ -4,6 +4,7 @@ train splits, fill its embedding cache ahead of distillation."""
 from __future__ import annotations
 
 import argparse
+import logging
 
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
@@ -36,7 +37,7 @@ def register(nouns) -> None:
         verbs, "encode", "encode corpus sentences with a teacher into the resumable embedding cache (kill and "
         "rerun at will: at most one shard is lost)",
         "kalbert teacher encode --teacher multilingual-e5-small --corpus kowiki nsmc zh-laws zh-clue "
-        "--max-sentences 150000", _encode)
+        "--max-sentences 150000 --teacher-backend auto", _encode)
     add_config_arguments(encode, TeacherEncodeConfig)
 
 
@@ -62,10 +63,15 @@ def _encode(args: argparse.Namespace) -> int:
     from kalbert.precision import resolve_precision
     from kalbert.teachers.corpus import corpus_targets
 
+    logging.basicConfig(format="%(message)s")  # the backend probe's table and the throughput, not libraries' chatter
+    logging.getLogger("kalbert").setLevel(logging.INFO)
     config = config_from_args(args)
     bf16, why = resolve_precision(config.precision, "cpu")
     sentences, cache = corpus_targets(config.teacher, config.corpus, config.max_sentences, config.seed,
-                                      config.cache_dir, bf16=bf16)
+                                      config.cache_dir, bf16=bf16, backend=config.teacher_backend)
     print(f"{len(sentences)} sentences cached for {cache.teacher.name} in {cache.folder} "
           f"({'bf16' if bf16 else 'fp32'}: {why})")
+    for fill in cache.fills:
+        print(f"  encoded {fill['sentences']} at {fill['sentences_per_second']} sentences/s with {fill['backend']} "
+              f"on {fill['cpu']}")
     return 0

@@ -237,6 +237,12 @@ def load_sts(name: str, split: str, root: str | Path | None = None) -> list[STSP
     return _load(name, split, root, dict.fromkeys(list_datasets("sts"), _sts_file), "load_sts")
 
 
+def load_sts_file(path: str | Path) -> list[STSPair]:
+    """Graded pairs from a file of one's own (a TSV with sentence1/sentence2/score columns, e.g. what
+    `kalbert sbert mine` writes), read as :func:`load_sts` reads the registered ones."""
+    return _sts_file(Path(path).expanduser())
+
+
 def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[LabeledPair]:
     """Sentence pairs with a binary label (paraphrase / same question / BoolQ yes)."""
     return _load(name, split, root, _PAIR_READERS, "load_pairs")
@@ -261,7 +267,7 @@ def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExa
     """SQuAD-format extractive QA; misplaced answer offsets are moved to the nearest occurrence.
 
     A carved split (QA_CARVES: ``korquad:train``, ``cmrc2018:test``, ...) keeps only its part of the
-    divided file's articles.
+    divided files' articles.
     """
     def read(path: Path) -> list[QAExample]:
         return read_records(path, _squad_rows(path), lambda r: _qa(*r))
@@ -269,14 +275,11 @@ def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExa
     carve = QA_CARVES.get((name, split))
     if carve is None:
         return _load(name, split, root, dict.fromkeys(list_datasets("qa"), read), "load_qa")
-    examples: list[QAExample] = []
-    for rel, path in zip(DATASETS[name].splits[split], data_path(name, split, root), strict=True):
-        records = read(path)
-        if rel == carve.source:
-            parts = article_parts(record.title for record in records)
-            records = [record for record in records if parts[record.title] == carve.part]
-        examples += records
-    return examples
+    files = list(zip(DATASETS[name].splits[split], data_path(name, split, root), strict=True))
+    records = {rel: read(path) for rel, path in files}
+    parts = article_parts(record.title for rel in carve.sources for record in records[rel])
+    return [record for rel, _ in files for record in records[rel]
+            if rel not in carve.sources or parts[record.title] == carve.part]
 
 
 def load_parallel(name: str, root: str | Path | None = None) -> ParallelSet:

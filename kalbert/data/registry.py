@@ -54,6 +54,7 @@ _XNLI = "https://github.com/facebookresearch/XNLI"
 _KORQUAD_DEV = "bench/ko/korquad/KorQuAD_v1.0_dev.json"
 _CMRC_DEV = "bench/zh/cmrc2018/cmrc2018_dev.json"
 _CMRC_TRIAL = "bench/zh/cmrc2018/cmrc2018_trial.json"
+_DRCD = ("bench/zh/drcd/DRCD_dev.json", "bench/zh/drcd/DRCD_test.json")
 _DATASETS = [
     _spec("kowiki", "corpus", "ko", {"all": "corpus/ko/kowiki.txt.gz"},
           "https://github.com/97danielj/WordEmbedding", "CC BY-SA",
@@ -129,9 +130,11 @@ _DATASETS = [
           "https://github.com/ymcui/cmrc2018", "CC BY-SA 4.0",
           "CMRC 2018 Chinese extractive QA; train is trial plus a fixed part of dev by article, "
           "val/test the other dev parts (QA_CARVES)", ["dev", "test"]),
-    _spec("drcd", "qa", "zh", _each("bench/zh/drcd/DRCD_{}.json", "dev", "test"),
+    _spec("drcd", "qa", "zh", dict.fromkeys(("all", "train", "val", "test"), _DRCD),
           "https://github.com/DRCKnowledgeTeam/DRCD", "CC BY-SA 3.0",
-          "DRCD Chinese extractive QA in Traditional script (SQuAD format; the train file is not here)", ["test"]),
+          "DRCD Chinese extractive QA in Traditional script (SQuAD format); 'all' is its public dev and test "
+          "files, which share articles; train/val/test are fixed parts of both by article (QA_CARVES)",
+          ["all", "test"]),
     _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
                                    "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
           "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",
@@ -161,10 +164,11 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in _DATASETS}
 
 @dataclass(frozen=True)
 class ArticleCarve:
-    """A QA split that keeps only some articles of one file, so fine-tuning has data without a train file."""
+    """A QA split that keeps only some articles of its files, so fine-tuning has data without a train file."""
 
-    source: str
-    """the file (as in the registry) whose articles are divided; the split's other files are read whole"""
+    sources: tuple[str, ...]
+    """the files (as in the registry) whose articles are divided together (DRCD's dev and test files share
+    articles); the split's other files are read whole"""
     part: str
     """"train", "val" or "test": which part of the divided articles the split keeps (article_parts)"""
 
@@ -175,8 +179,9 @@ QA_TEST_SHARE = 0.2
 QA_VAL_SHARE = 0.1
 """share of the remaining articles in the val part, for picking checkpoints (rounded); the rest is train"""
 QA_CARVES: dict[tuple[str, str], ArticleCarve] = {
-    **{("korquad", part): ArticleCarve(_KORQUAD_DEV, part) for part in ("train", "val", "test")},
-    **{("cmrc2018", part): ArticleCarve(_CMRC_DEV, part) for part in ("train", "val", "test")},
+    **{("korquad", part): ArticleCarve((_KORQUAD_DEV,), part) for part in ("train", "val", "test")},
+    **{("cmrc2018", part): ArticleCarve((_CMRC_DEV,), part) for part in ("train", "val", "test")},
+    **{("drcd", part): ArticleCarve(_DRCD, part) for part in ("train", "val", "test")},
 }
 
 

@@ -21,6 +21,7 @@ import torch
 
 from kalbert.errors import KalbertError
 from kalbert.pretrain.masking import IGNORE, PAD_ID, MaskingConfig, collate
+from kalbert.pretrain.rss import RSS_TARGETS, RecurringSpans
 from kalbert.pretrain.shards import InstanceSet
 
 
@@ -61,6 +62,13 @@ class Batch:
     def masked(self) -> torch.Tensor:
         return (self.inputs["labels"] != IGNORE).sum()
 
+    @property
+    def questions(self) -> torch.Tensor:
+        """span-selection question slots (none without ``--objective mlm+rss``)"""
+        if "rss_starts" not in self.inputs:
+            return torch.zeros((), dtype=torch.long, device=self.inputs["labels"].device)
+        return (self.inputs["rss_starts"] != IGNORE).sum()
+
 
 def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
     """Instances (by position in ``lengths``) per row: first-fit decreasing, rows of at most ``capacity`` tokens.
@@ -85,7 +93,8 @@ def pack(padded: dict[str, torch.Tensor], capacity: int) -> dict[str, torch.Tens
 
     Returns ``segment_ids`` (1, 2, ... per instance in its row, 0 for padding) in place of the
     attention mask, ``position_ids`` restarting at every instance, and ``instance_starts``: the
-    flat position of each instance's [CLS], in the order of ``sop_labels``.
+    flat position of each instance's [CLS], in the order of ``sop_labels``. Span-selection targets, given,
+    move with their instance: they name positions in the row.
     """
     lengths = padded["attention_mask"].sum(1).tolist()
     rows = pack_rows(lengths, capacity)
@@ -97,6 +106,7 @@ def pack(padded: dict[str, torch.Tensor], capacity: int) -> dict[str, torch.Tens
     position_ids = torch.zeros(shape, dtype=torch.long)
     segment_ids = torch.zeros(shape, dtype=torch.long)
     instance_starts = torch.zeros(len(lengths), dtype=torch.long)
+    targets = {name: torch.full(shape, IGNORE, dtype=torch.long) for name in RSS_TARGETS if name in padded}
     for r, row in enumerate(rows):
         offset = 0
         for segment, i in enumerate(row, start=1):
@@ -106,19 +116,24 @@ def pack(padded: dict[str, torch.Tensor], capacity: int) -> dict[str, torch.Tens
             labels[r, offset:end] = padded["labels"][i, :length]
             position_ids[r, offset:end] = torch.arange(length)
             segment_ids[r, offset:end] = segment
+            for name, target in targets.items():
+                source = padded[name][i, :length]
+                target[r, offset:end] = torch.where(source != IGNORE, source + offset, IGNORE)
             instance_starts[i] = r * width + offset
             offset = end
     return {"input_ids": input_ids, "token_type_ids": token_type_ids, "segment_ids": segment_ids,
             "position_ids": position_ids, "labels": labels, "sop_labels": padded["sop_labels"],
-            "instance_starts": instance_starts}
+            "instance_starts": instance_starts, **targets}
 
 
 def make_batch(instances: InstanceSet, indices: np.ndarray, mask_key: tuple[int, ...], masking: MaskingConfig,
                vocab_size: int, pack_capacity: int | None, device: torch.device,
-               teacher_vectors: np.ndarray | None = None) -> Batch:
+               teacher_vectors: np.ndarray | None = None, rss: RecurringSpans | None = None) -> Batch:
     """Instances ``indices``, masked from ``mask_key``, padded (``pack_capacity`` None) or packed, on ``device``;
-    with the rows of ``teacher_vectors`` (one per instance of the split) that belong to them."""
-    padded = collate([instances[int(i)] for i in indices], [int(i) for i in indices], mask_key, masking, vocab_size)
+    with the rows of ``teacher_vectors`` (one per instance of the split) that belong to them, and with ``rss``
+    their span-selection questions."""
+    padded = collate([instances[int(i)] for i in indices], [int(i) for i in indices], mask_key, masking, vocab_size,
+                     rss)
     tokens = int(padded["attention_mask"].sum())
     inputs = padded if pack_capacity is None else pack(padded, pack_capacity)
     if teacher_vectors is not None:  # in the order of sop_labels, as the objective's instance means are

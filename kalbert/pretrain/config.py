@@ -28,13 +28,21 @@ class PretrainConfig:
     """preset and shape overrides (ignored with init_from)"""
     masking: MaskingConfig = field(default_factory=MaskingConfig)
     """how MLM targets are chosen"""
-    objective: Literal["mlm+sop", "mlm"] = "mlm+sop"
-    """"mlm+sop" (ALBERT) or "mlm" (e.g. further-pretraining on text without document structure)"""
+    objective: Literal["mlm+sop", "mlm", "mlm+rss"] = "mlm+sop"
+    """"mlm+sop" (ALBERT), "mlm" (e.g. further-pretraining on text without document structure) or "mlm+rss" (MLM +
+    Splinter's recurring span selection instead of SOP: repeated spans become [MASK] questions whose answer, the
+    kept occurrence, the model points at; a QA-ready start)"""
     sop_pooling: Literal["cls", "mean"] = "cls"
     """what the SOP head reads: "cls" (ALBERT: the [CLS] state through the pooler) or "mean" (the mean of the
     instance's states through the same pooler; for transplants, whose [CLS] is an attention sink)"""
     sop_weight: float = 1.0
     """weight of the SOP loss against the MLM loss (ALBERT: 1)"""
+    rss_weight: float = 1.0
+    """weight of the span-selection loss against the MLM loss (with --objective mlm+rss)"""
+    rss_max_questions: int = 30
+    """question slots per instance at most (with --objective mlm+rss; Splinter: 30)"""
+    rss_max_span: int = 10
+    """longest recurring span asked about, in pieces (with --objective mlm+rss; made of whole --mask-unit units)"""
     distill_teacher: str | None = None
     """optional teacher (multilingual-e5-small, a SentenceTransformer folder, ...) as wide as the model: adds the
     cosine distance between each instance's mean last state and the teacher's embedding of its text, so that a
@@ -137,6 +145,10 @@ def validate(config: PretrainConfig, env: DistEnv) -> None:
                            f"{config.grad_accum} accumulation steps", "make it a multiple of their product")
     if config.sop_weight < 0:
         raise KalbertError(f"--sop-weight {config.sop_weight} is negative", "use a weight >= 0 (ALBERT: 1)")
+    if config.rss_weight < 0:
+        raise KalbertError(f"--rss-weight {config.rss_weight} is negative", "use a weight >= 0 (Splinter: 1)")
+    if config.rss_max_questions < 1 or config.rss_max_span < 1:
+        raise KalbertError("--rss-max-questions and --rss-max-span must be at least 1")
     if config.distill_weight < 0:
         raise KalbertError(f"--distill-weight {config.distill_weight} is negative", "use a weight >= 0")
     for name in ("eval_every", "save_every", "log_every", "keep_checkpoints"):

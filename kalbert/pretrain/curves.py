@@ -40,7 +40,7 @@ def truncate_metrics(path: Path, step: int) -> None:
 
 
 def plot_curves(records: list[dict], png: Path, title: str) -> None:
-    """Training loss (left) and held-out MLM/SOP accuracy (right) against the step."""
+    """Training loss (left) and held-out MLM/SOP/span-selection accuracy (right) against the step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,7 +55,9 @@ def plot_curves(records: list[dict], png: Path, title: str) -> None:
         right.plot([r["step"] for r in held], [r["mlm_accuracy"] for r in held], "o-", label="MLM accuracy", ms=3)
         if held[0].get("sop_accuracy") is not None:
             right.plot([r["step"] for r in held], [r["sop_accuracy"] for r in held], "s-", label="SOP accuracy", ms=3)
-    left.set(xlabel="step", ylabel="loss (MLM + SOP)", title="loss")
+        if "rss_accuracy" in held[0]:
+            right.plot([r["step"] for r in held], [r["rss_accuracy"] for r in held], "^-", label="RSS accuracy", ms=3)
+    left.set(xlabel="step", ylabel="loss (MLM + SOP or RSS)", title="loss")
     right.set(xlabel="step", ylabel="accuracy", title="held-out accuracy", ylim=(0, 1))
     save_panels(fig, (left, right), title, png)
 

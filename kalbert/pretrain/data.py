@@ -4,8 +4,10 @@ Documents are streamed, cut into tasks of ``documents_per_task`` documents and p
 cores (normalise -> sentences -> ids + unit flags -> SOP instances). Each task draws from its own
 ``random.Random(seed, task)``, so the output is identical for any number of processes. A document
 goes to the held-out split when a hash of its text says so: stable across runs and inputs, and a
-document's sentences never straddle the two splits. The vocabulary is copied into the folder and
-its spiece.model sha256 recorded, so training can refuse a mismatched vocabulary or checkpoint.
+document's sentences never straddle the two splits. Documents that hold an evaluation passage (a QA
+context, an MC passage: :mod:`kalbert.data.passages`) are dropped as they are read, and counted in the
+record. The vocabulary is copied into the folder and its spiece.model sha256 recorded, so training can
+refuse a mismatched vocabulary or checkpoint.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kalbert import __version__
 from kalbert.artifact import Kind, folder_language, invocation, read_meta
 from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import iter_documents, resolve_sources
+from kalbert.data.passages import PassageGuard
 from kalbert.errors import KalbertError
 from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.pretrain.card import write_data_card
@@ -60,7 +63,8 @@ class DataBuildConfig:
     heldout_fraction: float = 0.01
     """share of documents kept apart for evaluation (chosen by a hash of the document)"""
     max_documents: int = 0
-    """read only the first N documents (0: all), for slices and quick runs"""
+    """read only the first N documents (0: all), for slices and quick runs; those holding an evaluation passage
+    are then dropped"""
     single_sentence: SingleSentence = "random-b"
     """SOP pair from a one-sentence chunk: "random-b" (ALBERT: B from another document, label 1) or "split"
     (the sentence cut at a word start, so that every instance asks about order)"""
@@ -164,12 +168,14 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
     refuse_existing_output(out, overwrite)
     dtype = ids_dtype(processor.get_piece_size())
     started = time.time()
+    guard = PassageGuard()
     totals = {split: Counter() for split in SPLITS}
     with artifact_folder(out, Kind.PRETRAINING_DATA, overwrite=overwrite) as tmp:
         writers = {split: ShardWriter(tmp, split, dtype, config.shard_instances) for split in SPLITS}
         documents = iter_documents([str(p) for p in sources])
         if config.max_documents:
             documents = itertools.islice(documents, config.max_documents)
+        documents = guard.filter(documents)
         progress = tqdm(desc="building instances", unit=" doc", mininterval=2)
         for instances, stats in _run_tasks(config, _tasks(documents, config.documents_per_task)):
             for split in SPLITS:
@@ -178,6 +184,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
             progress.update(sum(s["documents"] for s in stats.values()))
             progress.set_postfix(instances=sum(t["instances"] for t in totals.values()), refresh=False)
         progress.close()
+        guard.log()
         shards = {split: writers[split].close() for split in SPLITS}
         if not totals["train"]["instances"]:
             raise KalbertError(f"no training instances from {', '.join(config.inputs)}",
@@ -194,6 +201,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
             "max_seq_length": config.max_seq_length,
             "ids_dtype": dtype.name,
             "inputs": [{"path": str(p), "bytes": p.stat().st_size} for p in sources],
+            "evaluation_passages": guard.record(),
             "stats": {split: dict(sorted(totals[split].items())) for split in SPLITS},
             "splits": {split: {"instances": sum(s["instances"] for s in shards[split]),
                                "tokens": sum(s["tokens"] for s in shards[split]), "shards": shards[split]}

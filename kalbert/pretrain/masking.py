@@ -13,7 +13,7 @@ resumed run, or the same global batch split over any number of processes, masks 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -22,6 +22,14 @@ from kalbert.errors import KalbertError
 from kalbert.pretrain.instances import Instance
 from kalbert.pretrain.tokens import MORPHEME_START, WORD_START
 from kalbert.vocab.files import MASK_ID, PAD_ID, SPECIAL_TOKENS
+
+
+class SpanQuestionMaker(Protocol):
+    """Span selection as :func:`collate` sees it: :class:`kalbert.pretrain.rss.RecurringSpans`, which builds on
+    this module (so it is not imported here); ``questions`` returns its ``SpanQuestions``."""
+
+    def questions(self, instance: Instance, rng: np.random.Generator) -> Any: ...
+
 
 IGNORE = -100
 FIRST_ORDINARY_ID = len(SPECIAL_TOKENS)
@@ -54,9 +62,12 @@ class MaskingConfig:
             raise KalbertError("mask_token_prob + random_token_prob must not exceed 1")
 
 
-def _units(ids: np.ndarray, flags: np.ndarray, unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) of every maskable unit; specials and padding break units."""
+def unit_bounds(ids: np.ndarray, flags: np.ndarray, unit: str, excluded: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) of every maskable unit; specials, padding and ``excluded`` tokens break units."""
     candidate = ids >= FIRST_ORDINARY_ID
+    if excluded is not None:
+        candidate &= ~excluded
     after_break = np.concatenate([[True], ~candidate[:-1]])
     opens = flags & _UNIT_BITS[unit] > 0 if unit in _UNIT_BITS else np.ones_like(candidate)
     is_start = candidate & (opens | after_break)
@@ -68,9 +79,10 @@ def _units(ids: np.ndarray, flags: np.ndarray, unit: str) -> tuple[np.ndarray, n
 
 
 def mask_instance(ids: np.ndarray, flags: np.ndarray, config: MaskingConfig, vocab_size: int,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The masked ids and the labels (the original id where predicted, else -100)."""
-    starts, ends = _units(ids, flags, config.mask_unit)
+                  rng: np.random.Generator, unmaskable: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The masked ids and the labels (the original id where predicted, else -100); ``unmaskable`` tokens (the
+    answers of span-selection questions) are neither chosen nor counted in the budget."""
+    starts, ends = unit_bounds(ids, flags, config.mask_unit, unmaskable)
     labels = np.full(len(ids), IGNORE, dtype=np.int64)
     n_tokens = int(np.sum(ends - starts))
     if n_tokens == 0:
@@ -110,29 +122,43 @@ def mask_instance(ids: np.ndarray, flags: np.ndarray, config: MaskingConfig, voc
 
 
 def collate(examples: list[Instance], indices: list[int], mask_key: tuple[int, ...], config: MaskingConfig,
-            vocab_size: int) -> dict[str, torch.Tensor]:
+            vocab_size: int, rss: SpanQuestionMaker | None = None) -> dict[str, torch.Tensor]:
     """Pad ``examples`` to the longest and mask each from the seed ``(*mask_key, index)``; a batch of tensors.
 
     The trainer's key is ``(seed, 0, epoch)`` for training and ``(seed, 1, 0)`` for evaluation, whose
-    masks are thus the same at every evaluation.
+    masks are thus the same at every evaluation. With ``rss``, each instance first gets its span-selection
+    questions (from the same generator) and the batch their targets (``rss_starts``, ``rss_ends``).
     """
-    width = max(len(e.ids) for e in examples)
+    rows = []
+    for example, index in zip(examples, indices, strict=True):
+        rng = np.random.default_rng((*mask_key, index))
+        questions = rss.questions(example, rng) if rss is not None else None
+        if questions is not None:
+            example = questions.instance
+        masked = mask_instance(example.ids, example.flags, config, vocab_size, rng,
+                               None if questions is None else questions.answers())
+        rows.append((example, masked, questions))
+    width = max(len(example.ids) for example, _, _ in rows)
     shape = (len(examples), width)
     input_ids = np.full(shape, PAD_ID, dtype=np.int64)
     labels = np.full(shape, IGNORE, dtype=np.int64)
     token_type_ids = np.zeros(shape, dtype=np.int64)
     attention_mask = np.zeros(shape, dtype=np.int64)
-    for row, (example, index) in enumerate(zip(examples, indices, strict=True)):
+    rss_starts, rss_ends = np.full(shape, IGNORE, dtype=np.int64), np.full(shape, IGNORE, dtype=np.int64)
+    for row, (example, (ids, row_labels), questions) in enumerate(rows):
         length = len(example.ids)
-        rng = np.random.default_rng((*mask_key, index))
-        input_ids[row, :length], labels[row, :length] = mask_instance(
-            example.ids, example.flags, config, vocab_size, rng)
+        input_ids[row, :length], labels[row, :length] = ids, row_labels
         token_type_ids[row, example.length_a + 2:length] = 1
         attention_mask[row, :length] = 1
-    return {
+        if questions is not None:
+            rss_starts[row, questions.slots], rss_ends[row, questions.slots] = questions.starts, questions.ends
+    batch = {
         "input_ids": torch.from_numpy(input_ids),
         "token_type_ids": torch.from_numpy(token_type_ids),
         "attention_mask": torch.from_numpy(attention_mask),
         "labels": torch.from_numpy(labels),
         "sop_labels": torch.tensor([e.label for e in examples], dtype=torch.long),
     }
+    if rss is not None:
+        batch["rss_starts"], batch["rss_ends"] = torch.from_numpy(rss_starts), torch.from_numpy(rss_ends)
+    return batch

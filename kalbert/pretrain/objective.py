@@ -1,4 +1,4 @@
-"""The MLM + SOP objective, with the MLM head applied only where a prediction is asked for.
+"""The MLM + SOP (or span selection) objective, with the MLM head applied only where a prediction is asked for.
 
 ``AlbertForPreTraining.forward`` projects every position onto the whole vocabulary; on a tiny model
 that head is about half of the training time. Here the encoder runs as usual, the hidden states of
@@ -9,6 +9,11 @@ may also come packed (several instances per row, kept apart by a block-diagonal 
 The SOP head reads the [CLS] state, as ALBERT's does, or (``sop_pooling="mean"``) the mean of the
 instance's states through the same pooler: a model transplanted from a mean-pooling encoder keeps its
 [CLS] as an attention sink whose state hardly depends on the input, and SOP read there stays at chance.
+
+With ``objective="mlm+rss"`` a span-selection head (``SpanSelectionHead``, see ``kalbert.pretrain.rss`` for
+the questions) points, from each question slot, at the start and end of the answer; its loss is the mean of
+the start and end cross-entropies over the slot's own instance, and a slot counts as right when both are.
+The head lives here, not in the HF model: checkpoints carry it in their trainer state, the export leaves it out.
 
 Given ``teacher_vectors`` (one per instance, see ``kalbert.pretrain.teacher_targets``), it also returns
 the summed cosine distance between each instance's mean last state and its teacher vector.
@@ -27,7 +32,7 @@ from torch import nn
 from kalbert.errors import KalbertError
 from kalbert.pretrain.masking import IGNORE
 
-OBJECTIVES = ("mlm+sop", "mlm")
+OBJECTIVES = ("mlm+sop", "mlm", "mlm+rss")
 SOP_POOLINGS = ("cls", "mean")
 
 
@@ -43,13 +48,18 @@ class PretrainingObjective(nn.Module):
         self.model = model
         self.sop = objective == "mlm+sop"
         self.sop_pooling = sop_pooling
+        self.rss = objective == "mlm+rss"
+        if self.rss:
+            self.rss_head = SpanSelectionHead(model.config.hidden_size, model.config.initializer_range)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, labels: torch.Tensor,
                 sop_labels: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 segment_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 instance_starts: torch.Tensor | None = None,
-                teacher_vectors: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Padded rows (``attention_mask``) or packed ones (``segment_ids``, see ``kalbert.pretrain.batches``)."""
+                teacher_vectors: torch.Tensor | None = None, rss_starts: torch.Tensor | None = None,
+                rss_ends: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Padded rows (``attention_mask``) or packed ones (``segment_ids``, see ``kalbert.pretrain.batches``);
+        the span-selection terms where the batch has questions (``rss_starts``) and the objective asks for them."""
         encoder_mask = attention_mask
         if segment_ids is not None:  # a token sees only the tokens of its own instance
             encoder_mask = _packing_mask(segment_ids, additive=self.model.config._attn_implementation == "eager")
@@ -66,6 +76,9 @@ class PretrainingObjective(nn.Module):
             "mlm_correct": (logits.argmax(-1) == targets).sum(),
             "masked": torch.tensor(len(targets), device=hidden.device),
         }
+        if self.rss and rss_starts is not None:
+            occupied = attention_mask if segment_ids is None else segment_ids
+            out.update(self._span_selection(hidden, occupied, rss_starts, rss_ends))
         means = None
         if teacher_vectors is not None or (self.sop and self.sop_pooling == "mean"):
             means = _instance_means(hidden, attention_mask if segment_ids is None else segment_ids, instance_starts)
@@ -85,6 +98,57 @@ class PretrainingObjective(nn.Module):
             out["sop_loss_sum"] = F.cross_entropy(sop_logits, sop_labels, reduction="sum")
             out["sop_correct"] = (sop_logits.argmax(-1) == sop_labels).sum()
         return out
+
+    def _span_selection(self, hidden: torch.Tensor, occupied: torch.Tensor, rss_starts: torch.Tensor,
+                        rss_ends: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Summed span-selection loss, slots with start and end right, and the slot count; each slot chooses
+        among the positions of its own instance (``occupied``: its segment id, or 1 in a padded row)."""
+        rows, columns = torch.nonzero(rss_starts != IGNORE, as_tuple=True)
+        count = torch.tensor(len(rows), device=hidden.device)
+        if not len(rows):
+            zero = torch.zeros((), device=hidden.device)
+            return {"rss_loss_sum": zero, "rss_correct": zero, "questions": count}
+        starts, ends = rss_starts[rows, columns], rss_ends[rows, columns]
+        own = occupied[rows] == occupied[rows, columns].unsqueeze(1)
+        logits = self.rss_head(hidden, rows, columns).float()
+        logits = logits.masked_fill(~own.unsqueeze(1), torch.finfo(torch.float32).min)
+        loss = (F.cross_entropy(logits[:, 0], starts, reduction="sum")
+                + F.cross_entropy(logits[:, 1], ends, reduction="sum")) / 2
+        correct = (logits[:, 0].argmax(-1) == starts) & (logits[:, 1].argmax(-1) == ends)
+        return {"rss_loss_sum": loss, "rss_correct": correct.sum(), "questions": count}
+
+
+class SpanSelectionHead(nn.Module):
+    """Splinter's question-aware span selection: from a slot's state q, position i scores ``h_i . S q`` as the
+    start and ``h_i . E q`` as the end (scaled by 1/sqrt(hidden), as attention scores are).
+
+    Like ``AlbertForQuestionAnswering``'s ``qa_outputs`` it scores every position of the row from the last
+    states, but with a query per question: a QA fine-tuning that appends [MASK] to the question (Splinter's
+    recipe) could read its answer with this head as is.
+    """
+
+    def __init__(self, hidden_size: int, initializer_range: float) -> None:
+        super().__init__()
+        self.start = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.end = nn.Linear(hidden_size, hidden_size, bias=False)
+        for layer in (self.start, self.end):
+            nn.init.normal_(layer.weight, std=initializer_range)  # as HF initialises ALBERT's own layers
+        self.scale = hidden_size ** -0.5
+
+    def forward(self, hidden: torch.Tensor, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """Logits (slots x 2 x width): start and end over the row of each slot at (``rows``, ``columns``).
+
+        The slots of a row share one batched product with the row's states, so no slot copies its row.
+        """
+        slots = hidden[rows, columns]
+        queries = torch.stack([self.start(slots), self.end(slots)], 1) * self.scale
+        per_row = torch.bincount(rows, minlength=hidden.shape[0])
+        rank = torch.arange(len(rows), device=rows.device) - (torch.cumsum(per_row, 0) - per_row)[rows]
+        grid = torch.zeros(hidden.shape[0], int(per_row.max()), 2, hidden.shape[-1], dtype=queries.dtype,
+                           device=queries.device)
+        grid[rows, rank] = queries
+        scores = torch.bmm(grid.flatten(1, 2), hidden.to(grid.dtype).transpose(1, 2))
+        return scores.view(hidden.shape[0], -1, 2, hidden.shape[1])[rows, rank]
 
 
 def _packing_mask(segment_ids: torch.Tensor, additive: bool) -> torch.Tensor:

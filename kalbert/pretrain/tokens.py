@@ -16,7 +16,7 @@ from kalbert.text.segment import Segmenter
 
 WORD_START = np.uint8(1)
 MORPHEME_START = np.uint8(2)
-_WORD_MARK = "\u2581"  # "▁"
+WORD_MARK = "\u2581"  # "▁"
 
 
 def morpheme_boundaries(words: list[list[str]]) -> set[int]:
@@ -43,7 +43,7 @@ def encode_sentences(sentences: list[str], processor: spm.SentencePieceProcessor
         boundaries = morpheme_boundaries(words)
         flags = np.zeros(len(enc["ids"]), dtype=np.uint8)
         for i, (piece, (begin, _)) in enumerate(zip(enc["pieces"], enc["offsets"], strict=True)):
-            if piece.startswith(_WORD_MARK) or i == 0:
+            if piece.startswith(WORD_MARK) or i == 0:
                 flags[i] = WORD_START | MORPHEME_START
             elif begin in boundaries:
                 flags[i] = MORPHEME_START

@@ -1,11 +1,12 @@
-"""`kalbert pretrain`: MLM + SOP pretraining from scratch or from an HF ALBERT folder, on one process or many.
+"""`kalbert pretrain`: MLM + SOP (or span selection) pretraining from scratch or an HF ALBERT, on one process or many.
 
 A run folder holds ``kalbert.json`` (the config, checked again on ``--resume``), ``metrics.jsonl``,
 TensorBoard events under ``tb/``, ``checkpoints/`` and finally the exported model under ``model/``.
 
 Each rank takes its contiguous share of global batch ``s`` (``kalbert.pretrain.batches``), and masks
 depend only on (seed, epoch, instance). The MLM loss, normalised by the masked-token count of the
-whole global batch, thus does not depend on how many processes or accumulation steps share it.
+whole global batch, thus does not depend on how many processes or accumulation steps share it; so does the
+span-selection loss, normalised by the global count of question slots.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from kalbert.pretrain.export import export_model
 from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
+from kalbert.pretrain.rss import RecurringSpans, trivial_pieces
 from kalbert.pretrain.run_state import StopFlag, prepare_run_folder
 from kalbert.pretrain.shards import InstanceSet
 from kalbert.pretrain.speed import choose_attention
@@ -115,6 +117,10 @@ class Trainer:
         if not len(self.heldout):
             log.warning("%s has no held-out instances: no evaluation", config.data)
             self.heldout = None
+        self.rss: RecurringSpans | None = None
+        if config.objective == "mlm+rss":
+            self.rss = RecurringSpans(*trivial_pieces(self.data.vocab_dir, self.data.vocab_size),
+                                      config.rss_max_questions, config.rss_max_span, config.masking.mask_unit)
         self.batches = GlobalBatches(len(self.train_set), config.batch_size, config.seed)
         self.micro_batch = config.batch_size // (env.world_size * config.grad_accum)
         self.pack_capacity: int | None = self.data.meta["max_seq_length"] if config.pack else None
@@ -136,7 +142,7 @@ class Trainer:
                                f"the data's vocabulary {self.data.vocab_size} pieces")
         model.set_attn_implementation(config.attention)  # the objective gives eager an additive packing mask
         self.model = model.to(env.device)
-        self.objective = PretrainingObjective(self.model, config.objective, config.sop_pooling)
+        self.objective = PretrainingObjective(self.model, config.objective, config.sop_pooling).to(env.device)
         self.wrapped: torch.nn.Module = self.objective
         if env.distributed:
             self.wrapped = torch.nn.parallel.DistributedDataParallel(
@@ -145,7 +151,7 @@ class Trainer:
         if config.compile:  # training steps only: evaluation (no_grad) would compile again for little time saved
             # dynamic shapes, as packed batches differ in rows and width; checkpoints still save self.model
             self.wrapped = torch.compile(self.wrapped, dynamic=True)
-        self.optimizer = make_optimizer(self.model, config.optimizer, config.lr, config.weight_decay)
+        self.optimizer = make_optimizer(self.objective, config.optimizer, config.lr, config.weight_decay)
         warmup = int(config.warmup_ratio * config.max_steps)
         self.scheduler = warmup_polynomial(self.optimizer, warmup, config.max_steps, config.decay_power)
         self.step, self.tokens_seen = 0, 0
@@ -191,6 +197,8 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"])
+        if self.objective.rss:
+            self.objective.rss_head.load_state_dict(state["rss_head"])
         self.step, self.tokens_seen = state["step"], state["tokens_seen"]
         self.last_checkpoint = checkpoint
         if self.env.is_main:
@@ -205,6 +213,8 @@ class Trainer:
             "rng": rng_state(), "data_position": {"epoch": epoch, "next_batch_in_epoch": batch},
             "data_vocab_sha256": self.data.vocab_sha256, "config": asdict(self.config),
         }
+        if self.objective.rss:  # not part of the HF model, so not in its weights file
+            state["rss_head"] = self.objective.rss_head.state_dict()
         if self.env.is_main:
             self.last_checkpoint = save_checkpoint(self.out, self.step, self.model, state,
                                                    self.config.keep_checkpoints)
@@ -214,13 +224,16 @@ class Trainer:
     def _batch(self, split: str, indices: np.ndarray, key: tuple[int, ...]) -> Batch:
         instances = self.train_set if split == "train" else self.heldout
         return make_batch(instances, indices, key, self.config.masking, self.data.vocab_size, self.pack_capacity,
-                          self.env.device, self.teacher_vectors.get(split))
+                          self.env.device, self.teacher_vectors.get(split), self.rss)
 
     def _autocast(self):
         return autocast(self.env.device, self.bf16)
 
-    def _loss(self, out: dict[str, torch.Tensor], masked_total: torch.Tensor) -> torch.Tensor:
+    def _loss(self, out: dict[str, torch.Tensor], masked_total: torch.Tensor, questions_total: torch.Tensor
+              ) -> torch.Tensor:
         loss = out["mlm_loss_sum"] / masked_total.clamp(min=1)
+        if "rss_loss_sum" in out:
+            loss = loss + self.config.rss_weight * out["rss_loss_sum"] / questions_total.clamp(min=1)
         if self.objective.sop:
             loss = loss + self.config.sop_weight * out["sop_loss_sum"] / self.config.batch_size
         if "distill_loss_sum" in out:
@@ -236,7 +249,8 @@ class Trainer:
         mine = indices[self.env.rank * share:(self.env.rank + 1) * share]
         micro = [self._batch("train", part, (self.config.seed, _TRAIN_STREAM, epoch))
                  for part in np.split(mine, self.config.grad_accum)]
-        masked_total = self.env.all_reduce(sum(b.masked for b in micro).to(self.env.device, torch.float32))
+        counts = torch.stack([sum(b.masked for b in micro), sum(b.questions for b in micro)])
+        masked_total, questions_total = self.env.all_reduce(counts.to(self.env.device, torch.float32))
         sums = StepSums(self.env.device)
         self.wrapped.train()
         for k, batch in enumerate(micro):
@@ -245,12 +259,13 @@ class Trainer:
             with sync:
                 with self._autocast():
                     out = self.wrapped(**batch.inputs)
-                loss = self._loss(out, masked_total) * self.env.world_size  # DDP averages the gradients
+                # DDP averages the gradients
+                loss = self._loss(out, masked_total, questions_total) * self.env.world_size
                 loss.backward()
             sums += StepSums.of_forward(out, batch.tokens, batch.positions)
         sums, stop = sums.all_reduce(self.env, stop_requested())
         grad_norm = torch.nn.utils.clip_grad_norm_(
-            self.model.parameters(), self.config.max_grad_norm if self.config.max_grad_norm > 0 else math.inf)
+            self.objective.parameters(), self.config.max_grad_norm if self.config.max_grad_norm > 0 else math.inf)
         if not (sums.is_finite() and torch.isfinite(grad_norm)):
             where = self.last_checkpoint or "none (no checkpoint was saved yet)"
             raise KalbertError(f"the loss became NaN/inf at step {step}; last good checkpoint: {where}",
@@ -264,7 +279,8 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> dict | None:
-        """MLM and SOP accuracy, loss and perplexity on the held-out instances (fixed masks)."""
+        """MLM and SOP (or span-selection) accuracy, loss and perplexity on the held-out instances (fixed masks
+        and questions)."""
         if self.heldout is None:
             return None
         n = min(self.config.eval_instances, len(self.heldout))
@@ -283,7 +299,8 @@ class Trainer:
         return record
 
     def _record(self, sums: StepSums, instances: int, split: str) -> dict:
-        metrics = sums.metrics(instances, self.objective.sop, distill=bool(self.teacher_vectors))
+        metrics = sums.metrics(instances, self.objective.sop, distill=bool(self.teacher_vectors),
+                               rss=self.objective.rss)
         return {"step": self.step, "split": split, **metrics}
 
     def _log(self, record: dict) -> None:

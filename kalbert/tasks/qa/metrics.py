@@ -13,7 +13,8 @@ Korean, where a particle sticks to its word, and meaningless for Chinese):
   nltk is not a kalbert dependency: :func:`_nltk_words` is NLTK's ``NLTKWordTokenizer`` rules
   (Apache 2.0) without the Punkt sentence split, which only differs on a period inside an English run.
 
-Both take the maximum over the reference answers and report percentages.
+Both take the maximum over the reference answers and report percentages. DRCD (Chinese, SQuAD format) is
+scored with the CMRC 2018 rules, as Chinese models' DRCD results usually are.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def cmrc_f1(prediction: str, truth: str) -> float:
 METRICS = {
     "korquad": (korquad_exact, korquad_f1, "KorQuAD 1.0 official script (character F1)"),
     "cmrc2018": (cmrc_exact, cmrc_f1, "CMRC 2018 official script (mixed segmentation, longest-common-run F1)"),
+    "drcd": (cmrc_exact, cmrc_f1, "CMRC 2018 script's rules, as Chinese DRCD results are usually reported"),
 }
 
 

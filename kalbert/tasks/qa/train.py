@@ -1,8 +1,12 @@
-"""Fine-tune AlbertForQuestionAnswering on KorQuAD 1.0 or CMRC 2018, pick the epoch on val, report on test.
+"""Fine-tune AlbertForQuestionAnswering on KorQuAD 1.0, CMRC 2018 or DRCD, pick the epoch on val, report on test.
 
-Only KorQuAD's dev file and CMRC's dev and trial files are public here, so the splits are fixed parts
-by article (``kalbert.data.QA_CARVES``): train to learn, val to pick the epoch, test (refused by
-training) for the reported EM/F1, computed as the official scripts do (:mod:`kalbert.tasks.qa.metrics`).
+Only KorQuAD's dev file, CMRC's dev and trial files and DRCD's dev and test files are public here, so
+the splits are fixed parts by article (``kalbert.data.QA_CARVES``): train to learn, val to pick the
+epoch, test (refused by training) for the reported EM/F1, computed as the official scripts do
+(:mod:`kalbert.tasks.qa.metrics`). ``--train`` pools the train parts of several sets (CMRC with DRCD,
+or Korean with Chinese for one bilingual model); the task still picks the epoch and is reported. Which
+articles each part holds is recorded (:func:`kalbert.tasks.qa.data.article_split`), and DRCD is read in
+Simplified by a zh model (:mod:`kalbert.tasks.qa.data`).
 The output folder is a plain transformers QA model that ``AutoModelForQuestionAnswering`` loads
 (recent transformers 5 releases removed the ``question-answering`` pipeline); kalbert.json and
 README.md say how it was made.
@@ -14,19 +18,20 @@ import logging
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
 from kalbert.config import DEFAULT_SEED, render_command
-from kalbert.data import QAExample, assert_trainable, get_spec, load_qa
+from kalbert.data import QAExample, assert_trainable, get_spec
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
 from kalbert.tasks.albert import check_albert
+from kalbert.tasks.qa.data import article_split, load_examples, read_label
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, load_tokenizer, read_config, tensors
@@ -48,6 +53,7 @@ class QASplits:
 QA_TASKS: dict[str, QASplits] = {
     "korquad": QASplits("train", "val", "test"),
     "cmrc2018": QASplits("train", "val", "test"),
+    "drcd": QASplits("train", "val", "test"),
 }
 QATask = Literal[tuple(QA_TASKS)]  # type: ignore[valid-type]  # the task names, as flag choices
 
@@ -59,9 +65,12 @@ class QATrainConfig:
     model: str
     """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
     task: QATask
-    """the QA task"""
+    """the QA task: its val part picks the epoch, its test part is reported"""
     out: str
     """output folder for the fine-tuned model"""
+    train: list[QATask] = field(default_factory=list)
+    """QA sets whose train parts are pooled for fine-tuning (default: the task's own), e.g. cmrc2018 drcd, or
+    korquad cmrc2018 drcd for one ko+zh model"""
     epochs: int = 3
     """passes over the training windows; the best on val is kept"""
     batch_size: int = 16
@@ -81,7 +90,7 @@ class QATrainConfig:
     max_answer_length: int = 30
     """longest answer, in tokens"""
     max_rows: int | None = None
-    """use only the first N training questions (quick runs and tests)"""
+    """use only the first N training questions of each training set (quick runs and tests)"""
     max_eval_rows: int | None = None
     """score only the first N questions of val and test (quick runs and tests; the result says so)"""
     seed: int = DEFAULT_SEED
@@ -106,8 +115,8 @@ def _check_task(task: str) -> QASplits:
     return QA_TASKS[task]
 
 
-def _rows(task: str, split: str, limit: int | None) -> tuple[list[QAExample], int]:
-    examples = load_qa(task, split)
+def _rows(task: str, split: str, limit: int | None, languages: list[str]) -> tuple[list[QAExample], int]:
+    examples = load_examples(task, split, languages)
     return (examples[:limit] if limit else examples), len(examples)
 
 
@@ -134,6 +143,8 @@ def _training_windows(tokenizer, examples: Sequence[QAExample], config: QATrainC
 
 def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
     splits = _check_task(config.task)
+    for name in config.train:
+        assert_trainable(name, _check_task(name).train)
     if config.epochs < 1 or config.batch_size < 1:
         raise KalbertError("epochs and batch size must be at least 1")
     if config.doc_stride < 1 or config.max_seq_length < 32:
@@ -156,9 +167,12 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     splits, model_path = _validate(config, overwrite)
     run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
-    train, n_train_split = _rows(config.task, splits.train, config.max_rows)
-    select, _ = _rows(config.task, splits.select, config.max_eval_rows)
-    report, n_report_split = _rows(config.task, splits.report, config.max_eval_rows)
+    languages = folder_languages(model_path)
+    train_sets = config.train or [config.task]
+    loaded = [_rows(name, QA_TASKS[name].train, config.max_rows, languages) for name in train_sets]
+    train, n_train_split = [example for rows, _ in loaded for example in rows], sum(n for _, n in loaded)
+    select, _ = _rows(config.task, splits.select, config.max_eval_rows, languages)
+    report, n_report_split = _rows(config.task, splits.report, config.max_eval_rows, languages)
     settings = config.settings()
 
     torch.manual_seed(config.seed)
@@ -166,7 +180,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     model = AlbertForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True)
     windows, unlocated = _training_windows(tokenizer, train, config)
     if not windows:
-        raise KalbertError(f"no training question of {config.task}:{splits.train} has its answer in its context")
+        raise KalbertError(f"no training question of {', '.join(train_sets)} has its answer in its context")
 
     def step(rows: list[int]) -> torch.Tensor:
         chunk = [windows[i] for i in rows]
@@ -193,7 +207,10 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "history": [{"epoch": e.epoch, "train_loss": round(e.train_loss, 6), **e.metrics} for e in result.history],
         **result.precision_record(),
         "report": {"split": splits.report, **scores, "metric": METRICS[config.task][2], "n": len(report),
-                   "n_split": n_report_split, "subset": len(report) < n_report_split},
+                   "n_split": n_report_split, "subset": len(report) < n_report_split,
+                   "read_as": read_label(config.task, languages)},
+        "train_sets": [read_label(name, languages) for name in train_sets],
+        "article_splits": {name: article_split(name) for name in dict.fromkeys([config.task, *train_sets])},
         "train_questions": len(train) - unlocated,
         "train_questions_split": n_train_split,
         "train_unlocated_answers": unlocated,
@@ -216,10 +233,12 @@ def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows:
     """EM/F1 x100 of a QA folder on a split, with every prediction (``{id: answer}``, the scripts' input)."""
     _check_task(task)
     qa = QAModel(model_dir)
-    examples, n_split = _rows(task, split, max_rows)
+    languages = folder_languages(model_dir)
+    examples, n_split = _rows(task, split, max_rows, languages)
     started = time.perf_counter()
     scores, predictions = score_examples(qa.model, qa.tokenizer, task, examples, qa.settings, qa.bf16)
-    return {"model": str(model_dir), "task": task, "split": split, **scores, "metric": METRICS[task][2],
+    return {"model": str(model_dir), "task": task, "split": split, "read_as": read_label(task, languages),
+            **scores, "metric": METRICS[task][2],
             "n": len(examples), "n_split": n_split, "subset": len(examples) < n_split,
             "wall_seconds": round(time.perf_counter() - started, 2), "predictions": predictions}
 
@@ -249,11 +268,11 @@ tags: [albert, extractive-qa, kalbert]
 
 ## Data
 
-{spec.description} ({spec.url}, {spec.licence}). Fixed parts by article: trained on
-`{summary['task']}:{splits['train']}` ({summary['train_questions']} questions with a located answer,
-{summary['train_windows']} windows of {config['max_seq_length']} tokens, stride {config['doc_stride']}),
-epoch picked on `{summary['task']}:{splits['select']}` by F1, reported on `{summary['task']}:{splits['report']}`,
-never trained on.
+{spec.description} ({spec.url}, {spec.licence}). Fixed parts by article: trained on the
+`{splits['train']}` parts of {', '.join(summary['train_sets'])} ({summary['train_questions']} questions with a
+located answer, {summary['train_windows']} windows of {config['max_seq_length']} tokens, stride
+{config['doc_stride']}), epoch picked on `{summary['task']}:{splits['select']}` by F1, reported on
+`{summary['task']}:{splits['report']}` (read as {report['read_as']}), never trained on.
 
 ## Results
 
