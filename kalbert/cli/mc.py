@@ -1,4 +1,4 @@
-"""`kalbert mc train|predict`: fine-tune ALBERT for multiple choice, and answer a question with it."""
+"""`kalbert mc train|predict`: fine-tune ALBERT or BERT for multiple choice, and answer a question with it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kalbert.cli.common import (
 )
 from kalbert.precision import PRECISION_HELP, PRECISIONS
 
-HELP = "multiple choice: fine-tune ALBERT, predict"
+HELP = "multiple choice: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predict"
 
 
 def register(nouns) -> None:
@@ -27,7 +27,7 @@ def register(nouns) -> None:
     train = add_verb(
         verbs,
         "train",
-        "fine-tune AlbertForMultipleChoice (train split; dev selects the epoch; "
+        "fine-tune an ALBERT or BERT multiple-choice head (train split; dev selects the epoch; "
         "accuracy on the labelled test split, else dev)",
         "kalbert mc train --model outputs/albert-tiny --task kobest-copa --out outputs/mc-copa "
         "--results benchmarks/results/mc_kobest-copa_albert-tiny.json",

@@ -1,4 +1,4 @@
-"""`kalbert qa train|predict|evaluate`: extractive question answering with ALBERT (KorQuAD 1.0, CMRC 2018, DRCD)."""
+"""`kalbert qa train|predict|evaluate`: extractive question answering with ALBERT or BERT (KorQuAD, CMRC 2018, DRCD)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from kalbert.cli.common import (
 from kalbert.errors import KalbertError
 from kalbert.precision import PRECISION_HELP, PRECISIONS
 
-HELP = "extractive QA: fine-tune ALBERT, predict, evaluate"
+HELP = "extractive QA: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predict, evaluate"
 
 
 def register(nouns) -> None:
@@ -31,7 +31,8 @@ def register(nouns) -> None:
     train = add_verb(
         verbs,
         "train",
-        "fine-tune AlbertForQuestionAnswering on the task's train part (val picks the epoch; EM/F1 on test)",
+        "fine-tune an ALBERT or BERT question-answering head on the task's train part (val picks the epoch; "
+        "EM/F1 on test)",
         "kalbert qa train --model outputs/pretrain-tiny/model --task korquad --out outputs/qa-korquad",
         _train,
     )

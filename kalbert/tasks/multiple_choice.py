@@ -1,10 +1,12 @@
-"""Multiple choice with AlbertForMultipleChoice: fine-tune on a task's training split, pick the best
-epoch on dev, report accuracy on the labelled evaluation split, and answer new questions.
+"""Multiple choice with an ALBERT or BERT ...ForMultipleChoice: fine-tune on a task's training split, pick
+the best epoch on dev, report accuracy on the labelled evaluation split, and answer new questions. The kit's
+ALBERTs and their BERT teacher (``--model multilingual-e5-small``) train on the same splits, so the teacher's
+accuracy is their reference point.
 
-Each choice is paired with the context as ``[CLS] first [SEP] second [SEP]`` and the model scores
-all choices of an example together (a softmax over them). How an example's fields become the two
-segments (:func:`format_choices`) depends only on the fields, so ``predict`` formats a new question
-exactly as training formatted the data set.
+Each choice is paired with the context as ``[CLS] first [SEP] second [SEP]`` (XLM-R's ``<s> first </s></s>
+second </s>``) and the model scores all choices of an example together (a softmax over them). How an
+example's fields become the two segments (:func:`format_choices`) depends only on the fields, so ``predict``
+formats a new question exactly as training formatted the data set.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
-from kalbert.tasks.albert import check_albert
+from kalbert.tasks.encoders import check_encoder, encoder_folder, encoder_inputs
 from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,8 @@ class MCTrainConfig:
     """A multiple-choice fine-tuning run; defaults fit a small ALBERT on a CPU in minutes."""
 
     model: str
-    """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
+    """ALBERT or BERT folder with its tokenizer (a pretraining checkpoint, a transplant, a teacher folder), or
+    multilingual-e5-small for the exported teacher"""
     task: MCTask
     """the multiple-choice task"""
     out: str
@@ -111,7 +114,7 @@ def format_choices(example: MCExample) -> list[tuple[str, str]]:
 
 
 def _load(path: Path):
-    from transformers import AlbertForMultipleChoice, AutoTokenizer
+    from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -120,7 +123,7 @@ def _load(path: Path):
             f"no usable tokenizer in {path}: {str(exc).splitlines()[0]}",
             "copy the vocabulary's tokenizer files into the model folder",
         ) from None
-    model = AlbertForMultipleChoice.from_pretrained(str(path), local_files_only=True)
+    model = AutoModelForMultipleChoice.from_pretrained(str(path), local_files_only=True)
     return tokenizer, model
 
 
@@ -137,7 +140,8 @@ def _choice_logits(model, tokenizer, examples: Sequence[MCExample], max_length: 
         valid.append([True] * len(own) + [False] * (width - len(own)))
     encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first",
                         max_length=max_length, padding=True, return_tensors="pt")
-    inputs = {key: value.view(len(examples), width, -1).to(model.device) for key, value in encoded.items()}
+    inputs = {key: value.view(len(examples), width, -1).to(model.device)
+              for key, value in encoder_inputs(model, dict(encoded)).items()}
     logits = model(**inputs).logits.float()
     return logits.masked_fill(~torch.tensor(valid, device=logits.device), float("-inf"))
 
@@ -173,7 +177,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         raise KalbertError("epochs and batch_size must be at least 1")
     splits = MC_TASKS[config.task]
     assert_trainable(config.task, splits.train)
-    model_path = check_albert(config.model, "multiple-choice fine-tuning")
+    model_path = encoder_folder(config.model, "multiple-choice fine-tuning")
     refuse_existing_output(config.out, overwrite)
     run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
@@ -204,6 +208,8 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "kind": Kind.MC_MODEL,
         "kalbert_version": __version__,
         "task": config.task,
+        "architecture": type(model).__name__,
+        "model_type": model.config.model_type,
         "config": asdict(config),
         "splits": asdict(splits),
         "selected_epoch": result.best.epoch,
@@ -239,13 +245,13 @@ def render_card(summary: dict[str, Any]) -> str:
     return f"""---
 language:
 {languages}library_name: transformers
-tags: [albert, multiple-choice, kalbert]
+tags: [{summary['model_type']}, multiple-choice, kalbert]
 ---
 
-# Multiple choice: ALBERT fine-tuned on {summary['task']}
+# Multiple choice: {summary['model_type'].upper()} fine-tuned on {summary['task']}
 
 Accuracy {report['accuracy']:.4f} on {summary['task']}:{report['split']}{subset}; the model of epoch
-{summary['selected_epoch']} was kept. Made from `{summary['config']['model']}` with kalbert
+{summary['selected_epoch']} was kept. `{summary['architecture']}` made from `{summary['config']['model']}` with kalbert
 {summary['kalbert_version']}:
 
 ```
@@ -262,7 +268,7 @@ def predict_mc(
     """Probability of each choice given the context (and a COPA question: 원인/결과, cause/effect)."""
     import torch
 
-    path = check_albert(model_dir, "multiple-choice fine-tuning")
+    path = check_encoder(model_dir, "multiple-choice prediction")
     if len(choices) < 2:
         raise KalbertError("give at least two choices")
     tokenizer, model = _load(path)

@@ -136,10 +136,10 @@ def test_cli_train_writes_results_and_predict_prints_choices(tiny_albert, tmp_pa
     assert len(lines) == 2 and sum(line.startswith("*") for line in lines) == 1
 
 
-def test_a_model_that_is_not_albert_is_refused(tmp_path, capsys):
-    (tmp_path / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+def test_a_model_that_is_neither_albert_nor_bert_is_refused(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
     assert main(["mc", "train", "--model", str(tmp_path), "--task", "kobest-copa", "--out", str(tmp_path / "o")]) == 2
-    assert "not an ALBERT" in capsys.readouterr().err
+    assert "not one of albert, bert" in capsys.readouterr().err
     assert main(["mc", "predict", "--model", str(tmp_path / "x"), "--context", "c", "--choices", "a", "b"]) == 2
     assert "no config.json" in capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""Extractive question answering (KorQuAD 1.0, CMRC 2018, DRCD) with AlbertForQuestionAnswering."""
+"""Extractive question answering (KorQuAD 1.0, CMRC 2018, DRCD) with an ALBERT or BERT ...ForQuestionAnswering."""
 
 from kalbert.tasks.qa.features import Answer, align_normalized, label_window, make_windows, nbest_answers
 from kalbert.tasks.qa.metrics import qa_scores

@@ -5,12 +5,15 @@ as kalbert pretrained on it (NFC, zero-width and control characters dropped, exo
 through :func:`align_normalized`, which remembers where each normalised character came from; the fast
 tokenizer's offset mapping then gives each token a span of the original text. So a label is exact for
 any context, and every predicted answer is ``context[start:end]``, an exact substring of what was
-given (KorQuAD and CMRC text is NFC already: there the mapping is the identity).
+given (KorQuAD and CMRC text is NFC already: there the mapping is the identity). A metaspace tokenizer
+whose offsets include the space before a word (XLM-R's, e5's) has that space cut off the token's span,
+so answers never start with it.
 
-Windows follow BERT's SQuAD recipe: ``[CLS] question [SEP] context part [SEP]`` of at most
-``max_seq_length`` tokens, consecutive parts sharing ``doc_stride`` tokens (as in transformers' run_qa),
-the question cut to ``max_query_length``. A training window whose context part does not hold the
-whole answer points both labels at ``[CLS]`` (index 0).
+Windows follow BERT's SQuAD recipe: ``[CLS] question [SEP] context part [SEP]`` (XLM-R's
+``<s> question </s></s> context part </s>``) of at most ``max_seq_length`` tokens, consecutive parts
+sharing ``doc_stride`` tokens (as in transformers' run_qa), the question cut to ``max_query_length``. A
+training window whose context part does not hold the whole answer points both labels at the first
+token, ``[CLS]`` or ``<s>`` (index 0).
 """
 
 from __future__ import annotations
@@ -91,6 +94,14 @@ class Window:
     """training label: last answer token, 0 ([CLS]) where the answer is not in this window"""
 
 
+def _token_span(text: AlignedText, start: int, end: int) -> tuple[int, int] | None:
+    """Original span of a context token's normalised characters ``[start, end)`` without leading space;
+    None when nothing else is left."""
+    while start < end and text.text[start].isspace():
+        start += 1
+    return text.original_span(start, end) if end > start else None
+
+
 def _short_question(tokenizer, question: str, max_query_length: int) -> str:
     """The question cut after ``max_query_length`` tokens (at a token boundary)."""
     encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
@@ -112,12 +123,13 @@ def make_windows(
                            "the model folder needs tokenizer.json, as kalbert vocabularies have")
     if len(questions) != len(contexts):
         raise ValueError("one context per question")
+    specials = tokenizer.num_special_tokens_to_add(pair=True)  # 3 for [CLS] q [SEP] c [SEP], 4 for XLM-R's
     windows: list[Window] = []
     for first in range(0, len(questions), _TOKENIZE_BATCH):
         aligned = [align_normalized(c) for c in contexts[first : first + _TOKENIZE_BATCH]]
         short = [_short_question(tokenizer, align_normalized(q).text, max_query_length)
                  for q in questions[first : first + _TOKENIZE_BATCH]]
-        room = max_seq_length - 3 - max(len(tokenizer(q, add_special_tokens=False)["input_ids"]) for q in short)
+        room = max_seq_length - specials - max(len(tokenizer(q, add_special_tokens=False)["input_ids"]) for q in short)
         if doc_stride >= room:
             raise KalbertError(f"doc stride {doc_stride} leaves no room in {max_seq_length}-token windows",
                                f"use a doc stride below {room} or a longer max length")
@@ -126,7 +138,7 @@ def make_windows(
                             return_token_type_ids=True)
         for w, index in enumerate(encoded["overflow_to_sample_mapping"]):
             text = aligned[index]
-            spans = [text.original_span(a, b) if sequence == 1 and b > a else None
+            spans = [_token_span(text, a, b) if sequence == 1 else None
                      for (a, b), sequence in zip(encoded["offset_mapping"][w], encoded.sequence_ids(w), strict=True)]
             windows.append(Window(first + index, encoded["input_ids"][w], encoded["token_type_ids"][w], spans))
     return windows

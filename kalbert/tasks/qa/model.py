@@ -1,4 +1,4 @@
-"""Loading ALBERT QA models and answering questions with them (used by training, evaluation and predict)."""
+"""Loading QA models (ALBERT or BERT) and answering questions with them (used by training, evaluation and predict)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from kalbert.artifact import read_meta
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, autocast, resolve_precision
+from kalbert.tasks.encoders import encoder_inputs
 from kalbert.tasks.qa.features import Answer, Window, choose_answer, make_windows, nbest_answers
 from kalbert.training.device import default_device
 
@@ -41,7 +42,7 @@ def read_config(path: Path) -> dict[str, Any]:
     config = path / "config.json"
     if not config.is_file():
         raise KalbertError(f"{path} is not a model folder (no config.json)",
-                           "pass an ALBERT checkpoint folder, e.g. one written by `kalbert pretrain`")
+                           "pass a model folder, e.g. one written by `kalbert qa train`")
     return json.loads(config.read_text(encoding="utf-8"))
 
 
@@ -71,7 +72,7 @@ def window_logits(model, windows: Sequence[Window], pad_id: int, batch_size: int
     with torch.no_grad(), autocast(at, bf16):
         for first in range(0, len(windows), batch_size):
             batch = tensors(windows[first : first + batch_size], pad_id)
-            out = model(**{k: v.to(at) for k, v in batch.items()})
+            out = model(**{k: v.to(at) for k, v in encoder_inputs(model, batch).items()})
             for i, window in enumerate(windows[first : first + batch_size]):
                 starts.append(out.start_logits[i, : len(window.input_ids)].float().tolist())
                 ends.append(out.end_logits[i, : len(window.input_ids)].float().tolist())
@@ -110,7 +111,7 @@ def answer_all(model, tokenizer, questions: Sequence[str], contexts: Sequence[st
 
 
 class QAModel:
-    """A fine-tuned extractive-QA folder (``kalbert qa train``, or any ALBERT ...ForQuestionAnswering)."""
+    """A fine-tuned extractive-QA folder (``kalbert qa train``, or any ALBERT or BERT ...ForQuestionAnswering)."""
 
     def __init__(self, path: str | Path, precision: Precision = "auto") -> None:
         from transformers import AutoModelForQuestionAnswering

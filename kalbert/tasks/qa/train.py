@@ -1,4 +1,5 @@
-"""Fine-tune AlbertForQuestionAnswering on KorQuAD 1.0, CMRC 2018 or DRCD, pick the epoch on val, report on test.
+"""Fine-tune an ALBERT or BERT for extractive QA on KorQuAD 1.0, CMRC 2018 or DRCD, pick the epoch on val,
+report on test.
 
 Only KorQuAD's dev file, CMRC's dev and trial files and DRCD's dev and test files are public here, so
 the splits are fixed parts by article (``kalbert.data.QA_CARVES``): train to learn, val to pick the
@@ -6,7 +7,8 @@ epoch, test (refused by training) for the reported EM/F1, computed as the offici
 (:mod:`kalbert.tasks.qa.metrics`). ``--train`` pools the train parts of several sets (CMRC with DRCD,
 or Korean with Chinese for one bilingual model); the task still picks the epoch and is reported. Which
 articles each part holds is recorded (:func:`kalbert.tasks.qa.data.article_split`), and DRCD is read in
-Simplified by a zh model (:mod:`kalbert.tasks.qa.data`).
+Simplified by a zh model (:mod:`kalbert.tasks.qa.data`). The kit's ALBERTs and their BERT teacher
+(``--model multilingual-e5-small``) train on the same splits, so the teacher's score is their reference point.
 The output folder is a plain transformers QA model that ``AutoModelForQuestionAnswering`` loads
 (recent transformers 5 releases removed the ``question-answering`` pipeline); kalbert.json and
 README.md say how it was made.
@@ -30,7 +32,7 @@ from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
-from kalbert.tasks.albert import check_albert
+from kalbert.tasks.encoders import encoder_folder, encoder_inputs
 from kalbert.tasks.qa.data import article_split, load_examples, read_label
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
@@ -63,7 +65,8 @@ class QATrainConfig:
     """An extractive-QA fine-tuning run; defaults follow ALBERT's SQuAD recipe at a smaller batch."""
 
     model: str
-    """ALBERT folder (a pretraining checkpoint or any AlbertConfig model with its tokenizer)"""
+    """ALBERT or BERT folder with its tokenizer (a pretraining checkpoint, a transplant, a teacher folder), or
+    multilingual-e5-small for the exported teacher"""
     task: QATask
     """the QA task: its val part picks the epoch, its test part is reported"""
     out: str
@@ -150,7 +153,7 @@ def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
     if config.doc_stride < 1 or config.max_seq_length < 32:
         raise KalbertError("doc stride must be at least 1 and max length at least 32")
     assert_trainable(config.task, splits.train)
-    model_path = check_albert(config.model, "extractive-QA fine-tuning")
+    model_path = encoder_folder(config.model, "extractive-QA fine-tuning")
     positions = read_config(model_path).get("max_position_embeddings", 512)
     if config.max_seq_length > positions:
         raise KalbertError(f"max length {config.max_seq_length} exceeds the model's {positions} positions",
@@ -162,7 +165,7 @@ def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
 def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     """Fine-tune, select, evaluate and save; returns the summary also written to ``out/kalbert.json``."""
     import torch
-    from transformers import AlbertForQuestionAnswering
+    from transformers import AutoModelForQuestionAnswering
 
     splits, model_path = _validate(config, overwrite)
     run = RunFolder.open(config.out, asdict(config))
@@ -177,15 +180,16 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
 
     torch.manual_seed(config.seed)
     tokenizer = load_tokenizer(model_path)
-    model = AlbertForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True)
+    model = AutoModelForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True)
     windows, unlocated = _training_windows(tokenizer, train, config)
     if not windows:
         raise KalbertError(f"no training question of {', '.join(train_sets)} has its answer in its context")
 
     def step(rows: list[int]) -> torch.Tensor:
         chunk = [windows[i] for i in rows]
-        batch = {k: v.to(model.device) for k, v in tensors(chunk, tokenizer.pad_token_id).items()}
-        return model(**batch, start_positions=torch.tensor([w.start for w in chunk], device=model.device),
+        batch = encoder_inputs(model, tensors(chunk, tokenizer.pad_token_id))
+        return model(**{k: v.to(model.device) for k, v in batch.items()},
+                     start_positions=torch.tensor([w.start for w in chunk], device=model.device),
                      end_positions=torch.tensor([w.end for w in chunk], device=model.device)).loss
 
     def evaluate() -> tuple[float, dict[str, float]]:  # under the loop's autocast
@@ -199,6 +203,8 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "kind": Kind.QA_MODEL,
         "kalbert_version": __version__,
         "task": config.task,
+        "architecture": type(model).__name__,
+        "model_type": model.config.model_type,
         "command": render_command("kalbert qa train", config),
         "config": asdict(config),
         "settings": asdict(settings),
@@ -255,12 +261,12 @@ def render_card(summary: dict[str, Any]) -> str:
 language: {spec.lang}
 library_name: transformers
 pipeline_tag: question-answering
-tags: [albert, extractive-qa, kalbert]
+tags: [{summary['model_type']}, extractive-qa, kalbert]
 ---
 
-# Extractive QA: ALBERT fine-tuned on {summary['task']}
+# Extractive QA: {summary['model_type'].upper()} fine-tuned on {summary['task']}
 
-`AlbertForQuestionAnswering` fine-tuned from `{config['model']}` by kalbert {summary['kalbert_version']}.
+`{summary['architecture']}` fine-tuned from `{config['model']}` by kalbert {summary['kalbert_version']}.
 
 ```bash
 {summary['command']}
