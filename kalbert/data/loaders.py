@@ -167,7 +167,7 @@ def _hellaswag_file(path: Path) -> list[MCExample]:
         index_value(r["label"], 4), f"{path.stem}-{next(ids)}"))
 
 
-def _locate(context: str, text: str, start: int) -> int:
+def locate_answer(context: str, text: str, start: int) -> int:
     """``start`` if the answer is there, else its nearest occurrence, else -1."""
     if start >= 0 and context.startswith(text, start):
         return start
@@ -195,7 +195,7 @@ def _qa(title: str, context: str, qa: dict[str, Any]) -> QAExample:
     if not answers:
         raise ValueError("no answers")
     texts = tuple(text_value(a["text"]) for a in answers)
-    starts = tuple(_locate(context, t, int(a["answer_start"])) for t, a in zip(texts, answers, strict=True))
+    starts = tuple(locate_answer(context, t, int(a["answer_start"])) for t, a in zip(texts, answers, strict=True))
     return QAExample(str(qa["id"]), str(title), context, text_value(qa["question"]), texts, starts)
 
 

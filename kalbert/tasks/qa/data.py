@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from kalbert.data import QA_CARVES, QAExample, load_qa
-from kalbert.data.loaders import _locate
+from kalbert.data.loaders import locate_answer
 from kalbert.data.registry import QA_CARVE_SEED
 from kalbert.data.script import TRADITIONAL, read_as, to_simplified
 
@@ -30,7 +30,7 @@ def simplified(example: QAExample) -> QAExample:
     (t2s keeps every DRCD length), else moved to its nearest occurrence."""
     context = to_simplified(example.context)
     answers = tuple(to_simplified(answer) for answer in example.answers)
-    starts = tuple(_locate(context, answer, start) if start >= 0 else -1
+    starts = tuple(locate_answer(context, answer, start) if start >= 0 else -1
                    for answer, start in zip(answers, example.answer_starts, strict=True))
     return replace(example, title=to_simplified(example.title), context=context,
                    question=to_simplified(example.question), answers=answers, answer_starts=starts)
