@@ -90,7 +90,7 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
     assert (vocab.lang, vocab.vocab_size, vocab.seed) == ("ko+zh", 48000, 13)
     folder = ROOT / "models/sbert-ko-zh-small"
     sts = config_from_args(build_parser().parse_args(["sbert", "sts", "--config", str(folder)]))
-    assert (sts.model, sts.loop.lr, sts.loop.eval_steps) == ("/tmp/w/outputs/sbert-ko-zh-kdm", 1e-4, 300)
+    assert (sts.model, sts.loop.lr, sts.loop.eval_steps) == ("models/sbert-ko-zh-small", 2e-5, 0)
     distill = config_from_args(build_parser().parse_args(["sbert", "distill", "--config", str(folder)]))
     assert (distill.loss, distill.loop.max_steps, distill.learn_source) == ("mse", None, True)
 
@@ -106,6 +106,7 @@ def test_rendered_command_parses_back_to_the_same_config():
 
 
 def test_shipped_artifacts_record_their_kind():
-    for folder in ["vocab/ko-32k", "vocab/zh-32k", "vocab/ko-zh-48k", "models/sbert-ko-zh-small"]:
+    for folder in ["vocab/ko-32k", "vocab/zh-32k", "vocab/ko-zh-48k", "models/sbert-ko-zh-small",
+                   "models/static-ko-zh-48k"]:
         meta = json.loads((ROOT / folder / "kalbert.json").read_text(encoding="utf-8"))
-        assert meta["kind"] in ("vocab", "sentence-model")
+        assert meta["kind"] in ("vocab", "sentence-model", "static-model")

@@ -5,7 +5,9 @@ the teacher-embedding cache filled by ``kalbert teacher encode`` is reused), the
 projected with the init model's PCA, and the unweighted piece vectors are fitted so that a sentence's
 weighted mean of piece vectors (what the saved folder computes) matches its projected teacher vector
 (cosine or MSE, AdamW, optionally on several Matryoshka prefixes at once). An optional second stage
-trains on STS/pair training splits with CoSENT. After every epoch the model is scored on STS dev
+trains on STS/pair training splits with CoSENT: one stage whose batches each come from one set (a
+ranking loss compares only pairs scored on the same scale), the sets interleaved so that none is trained
+away by the next. After every epoch the model is scored on STS dev
 splits (or, without them, the held-out corpus loss) and the best epoch of either stage is saved.
 
 Resuming: the teacher cache resumes by itself (encoding is the long part); the fitting takes minutes,
@@ -171,13 +173,15 @@ class Best:
 
 def fit_stage(stage: str, bag: WeightedBag, rows: int, epochs: int, config: StaticTrainConfig,
               batch_loss: Callable[[np.ndarray], torch.Tensor], evaluate: Callable[[], dict[str, Any]], best: Best,
-              history: list[dict[str, Any]]) -> None:
-    """``epochs`` shuffled passes over ``rows`` rows with AdamW, evaluating after each."""
+              history: list[dict[str, Any]], batch_size: int | None = None) -> None:
+    """``epochs`` shuffled passes over ``rows`` rows with AdamW in batches of ``batch_size`` rows (default
+    --batch-size), evaluating after each."""
+    batch_size = batch_size or config.batch_size
     optimizer = torch.optim.AdamW(bag.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = np.random.default_rng([config.seed, len(history)])
     for epoch in range(1, epochs + 1):
         order = rng.permutation(rows)
-        batches = [order[i: i + config.batch_size] for i in range(0, rows, config.batch_size)]
+        batches = [order[i: i + batch_size] for i in range(0, rows, batch_size)]
         total = 0.0
         for batch in tqdm(batches, desc=f"{stage} epoch {epoch}/{epochs}", unit=" batch", mininterval=2):
             loss = batch_loss(batch)
@@ -236,12 +240,11 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
                      teacher_encoding=corpus.teacher_encoding)
         fit_stage("corpus", bag, corpus.train_rows, config.epochs, config, lambda b: corpus.batch_loss(bag, b),
                   evaluate, best, history)
-    for ref, left, right, labels in pairs:
-        left_ids, right_ids, gold = tokenize(static, left), tokenize(static, right), torch.from_numpy(labels)
-        facts[f"{ref}_pairs"] = len(labels)
-        fit_stage(f"cosent {ref}", bag, len(labels), config.sts_epochs, config,
-                  lambda b, li=left_ids, ri=right_ids, g=gold: cosent_loss(bag(li, b), bag(ri, b), g[b], dims),
-                  evaluate, best, history)
+    if pairs:
+        facts.update({f"{ref}_pairs": len(labels) for ref, _, _, labels in pairs})
+        mixed = PairBatches(static, pairs, config.batch_size)
+        fit_stage("cosent", bag, len(mixed), config.sts_epochs, config, lambda b: mixed.loss(bag, int(b[0]), dims),
+                  evaluate, best, history, batch_size=1)
 
     assert best.vectors is not None
     static.vectors = best.vectors.numpy()
@@ -260,6 +263,26 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
         save_static_model(static, tmp, meta, [config.init], render_command("kalbert static train", config))
         atomic_write_json(tmp / "training_log.json", {"stage": "train", "history": history})
     return Path(config.out), best.record
+
+
+class PairBatches:
+    """The --sts sets cut into batches of one set each; row i of this task is batch i."""
+
+    def __init__(self, static: StaticVectors, pairs: list[tuple[str, list[str], list[str], np.ndarray]],
+                 batch_size: int) -> None:
+        self.sets = [(tokenize(static, left), tokenize(static, right), torch.from_numpy(labels))
+                     for _, left, right, labels in pairs]
+        order = np.random.default_rng(len(pairs)).permutation
+        self.batches = [(index, rows[i: i + batch_size]) for index, (_, _, labels) in enumerate(self.sets)
+                        for rows in [order(len(labels))] for i in range(0, len(labels), batch_size)]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def loss(self, bag: WeightedBag, batch: int, dims: list[int]) -> torch.Tensor:
+        index, rows = self.batches[batch]
+        left, right, gold = self.sets[index]
+        return cosent_loss(bag(left, rows), bag(right, rows), gold[rows], dims)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import torch
 
 from kalbert.errors import KalbertError
 from kalbert.static.model import load_static_model
-from kalbert.static.train import StaticTrainConfig, cosent_loss, target_loss, train_static
+from kalbert.static.train import PairBatches, StaticTrainConfig, cosent_loss, target_loss, train_static
 
 
 def _config(static_init, teacher_folder, tmp_path, **changes) -> StaticTrainConfig:
@@ -69,12 +69,32 @@ def test_cosent_stage_on_sts_train_splits_only(static_init, teacher, korsts, tmp
     out, best = train_static(_config(static_init, teacher, tmp_path, sts=["korsts"], eval=["korsts:dev"],
                                      sts_epochs=1, batch_size=256))
     history = json.loads((out / "training_log.json").read_text())["history"]
-    assert [r["stage"] for r in history] == ["init", "cosent korsts:train"]
+    assert [r["stage"] for r in history] == ["init", "cosent"]
     assert "korsts:dev" in best and json.loads((out / "kalbert.json").read_text())["stages"][-1]["korsts:train_pairs"]
     for reported in ("korsts:test", "klue-sts:dev"):
         with pytest.raises(KalbertError, match="evaluation split"):
             train_static(_config(static_init, teacher, tmp_path, sts=[reported], eval=["korsts:dev"],
                                  out=str(tmp_path / "refused")))
+
+
+def test_pair_batches_cover_every_pair_once_and_never_mix_sets(static_init):
+    static, _ = load_static_model(static_init)
+    sets = [("a:train", ["좋다"] * 5, ["싫다"] * 5, np.linspace(0, 1, 5, dtype=np.float32)),
+            ("b:train", ["영화"] * 3, ["배우"] * 3, np.ones(3, dtype=np.float32))]
+    mixed = PairBatches(static, sets, batch_size=2)
+    assert len(mixed) == 3 + 2
+    covered = {(index, int(row)) for index, rows in mixed.batches for row in rows}
+    assert covered == {(0, r) for r in range(5)} | {(1, r) for r in range(3)}
+
+
+def test_sts_sets_train_as_one_stage_after_the_corpus(static_init, teacher, ko_corpus, korsts, tmp_path):
+    config = _config(static_init, teacher, tmp_path, corpus=[str(ko_corpus)], epochs=1, sts=["korsts", "stsb-zh"],
+                     eval=["korsts:dev"], sts_epochs=1, batch_size=256)
+    out, _ = train_static(config)
+    history = json.loads((out / "training_log.json").read_text())["history"]
+    assert [r["stage"] for r in history] == ["init", "corpus", "cosent"]
+    stage = json.loads((out / "kalbert.json").read_text())["stages"][-1]
+    assert stage["korsts:train_pairs"] > 0 and stage["stsb-zh:train_pairs"] > 0
 
 
 def test_bad_input_writes_nothing(static_init, teacher, zh_teacher, tmp_path):
