@@ -272,9 +272,11 @@ class PairBatches:
                  batch_size: int) -> None:
         self.sets = [(tokenize(static, left), tokenize(static, right), torch.from_numpy(labels))
                      for _, left, right, labels in pairs]
-        order = np.random.default_rng(len(pairs)).permutation
-        self.batches = [(index, rows[i: i + batch_size]) for index, (_, _, labels) in enumerate(self.sets)
-                        for rows in [order(len(labels))] for i in range(0, len(labels), batch_size)]
+        rng = np.random.default_rng(len(pairs))
+        self.batches: list[tuple[int, np.ndarray]] = []
+        for index, (_, _, labels) in enumerate(self.sets):
+            rows = rng.permutation(len(labels))
+            self.batches += [(index, rows[i: i + batch_size]) for i in range(0, len(labels), batch_size)]
 
     def __len__(self) -> int:
         return len(self.batches)
