@@ -73,8 +73,8 @@ def fake_korsts(root: Path, sentence: str = "a") -> Path:
 def test_registry_names_and_kinds() -> None:
     expected = {
         "kowiki", "nsmc", "zh-laws", "zh-clue", "korsts", "klue-sts", "kornli", "kobest-copa",
-        "kobest-hellaswag", "kobest-boolq", "korquad", "stsb-zh", "cnsd-stsb", "afqmc", "lcqmc", "pawsx-zh",
-        "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "drcd", "stsb-en", "parallel-stsb-train",
+        "kobest-hellaswag", "kobest-boolq", "korquad", "stsb-zh", "stsb-ko-zh", "cnsd-stsb", "afqmc", "lcqmc",
+        "pawsx-zh", "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "drcd", "stsb-en", "parallel-stsb-train",
         "parallel-xnli-dev", "parallel-xnli-test", "tatoeba-en-zh", "tatoeba-en-ko", "news-en-ko",
     }
     assert set(list_datasets()) == expected
@@ -96,10 +96,10 @@ def test_every_shared_file_is_registered() -> None:
 
 
 @pytest.mark.parametrize("ref", [
-    "korsts:test", "klue-sts:dev", "stsb-zh:test", "cnsd-stsb:test", "lcqmc:test", "pawsx-zh:test",
-    "afqmc:dev", "c3:test", "chid:test_public", "xcopa-zh:test", "kobest-copa:test", "kobest-hellaswag:test",
-    "kobest-boolq:test", "korquad:dev", "cmrc2018:dev", "ocnli:dev", "kornli:test", "stsb-en:test",
-    "parallel-xnli-test:all",
+    "korsts:test", "klue-sts:dev", "stsb-zh:test", "stsb-ko-zh:test", "cnsd-stsb:test", "lcqmc:test",
+    "pawsx-zh:test", "afqmc:dev", "c3:test", "chid:test_public", "xcopa-zh:test", "kobest-copa:test",
+    "kobest-hellaswag:test", "kobest-boolq:test", "korquad:dev", "cmrc2018:dev", "ocnli:dev", "kornli:test",
+    "stsb-en:test", "parallel-xnli-test:all",
 ])
 def test_eval_splits_are_refused(ref: str) -> None:
     with pytest.raises(KalbertError, match=f"^{ref} is an evaluation split"):
@@ -186,6 +186,7 @@ def test_sts_counts_on_real_data() -> None:
     assert len(load_sts("cnsd-stsb", "test")) == 1361
     # stsb-zh is row-aligned with KorSTS: same scores in the same order
     assert [p.score for p in load_sts("stsb-zh", "test")] == [p.score for p in korsts]
+    assert len(load_sts("stsb-ko-zh", "test")) == 2 * 1379
 
 
 def test_mc_counts_on_real_data() -> None:
@@ -246,6 +247,18 @@ def test_unreadable_files(tmp_path: Path) -> None:
     write(tmp_path / "parallel/news.en-ko.tsv", "")
     with pytest.raises(KalbertError, match=r"news.en-ko.tsv is empty"):
         load_parallel("news-en-ko", root=tmp_path)
+
+
+def test_crossed_sts_swaps_one_sentence_each_way(tmp_path: Path) -> None:
+    write(tmp_path / KORSTS_TEST, KORSTS_HEADER + "g\tf\t2012\t1\t4.5\t가\t나\n" "g\tf\t2012\t2\t1.0\t다\t라\n")
+    write(tmp_path / "bench/zh/stsb-mt/stsb-zh-test.csv", "甲,乙,4.5\n丙,丁,1.0\n")
+    assert load_sts("stsb-ko-zh", "test", root=tmp_path) == [
+        STSPair("가", "乙", 4.5), STSPair("丙", "라", 1.0),  # every row once, directions alternating
+        STSPair("甲", "나", 4.5), STSPair("다", "丁", 1.0),  # then every row the other way
+    ]
+    write(tmp_path / "bench/zh/stsb-mt/stsb-zh-test.csv", "甲,乙,4.5\n丙,丁,2.0\n")
+    with pytest.raises(KalbertError, match="are not row-aligned translations of one STS set"):
+        load_sts("stsb-ko-zh", "test", root=tmp_path)
 
 
 def test_loader_refuses_other_kinds() -> None:

@@ -14,8 +14,8 @@ from kalbert.errors import KalbertError
 STS, PAIRS, MC, RETRIEVAL = "sts", "pairs", "mc", "retrieval"
 
 # Report sections, in the order they appear in RESULTS.md.
-GROUPS = ("Korean STS", "Chinese STS", "Chinese pair classification", "Cross-lingual retrieval", "Multiple choice",
-          "Multiple choice (fine-tuned)", "Extractive QA")
+GROUPS = ("Korean STS", "Chinese STS", "Cross-lingual STS", "Chinese pair classification", "Cross-lingual retrieval",
+          "Multiple choice", "Multiple choice (fine-tuned)", "Extractive QA")
 
 METRIC_LABELS = {
     "spearman": "Spearman",
@@ -64,6 +64,7 @@ TASKS: dict[str, BenchTask] = {
         BenchTask("klue-sts", "klue-sts", "dev", STS, "ko", "Korean STS", "KLUE-STS"),
         BenchTask("stsb-zh", "stsb-zh", "test", STS, "zh", "Chinese STS", "STS-B zh (MT)"),
         BenchTask("cnsd-stsb", "cnsd-stsb", "test", STS, "zh", "Chinese STS", "CNSD STS-B"),
+        BenchTask("stsb-ko-zh", "stsb-ko-zh", "test", STS, "ko-zh", "Cross-lingual STS", "STS-B ko<->zh"),
         BenchTask("lcqmc", "lcqmc", "test", PAIRS, "zh", "Chinese pair classification", "LCQMC"),
         BenchTask("pawsx-zh", "pawsx-zh", "test", PAIRS, "zh", "Chinese pair classification", "PAWS-X zh"),
         BenchTask("afqmc", "afqmc", "dev", PAIRS, "zh", "Chinese pair classification", "AFQMC"),

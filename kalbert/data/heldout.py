@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 
-from kalbert.data.loaders import load_nli, load_pairs, load_parallel, load_sts
+from kalbert.data.loaders import STSPair, load_nli, load_pairs, load_parallel, load_sts, load_sts_file
 from kalbert.data.registry import DATASETS
 from kalbert.data.roots import data_path
 from kalbert.errors import KalbertError
@@ -69,3 +70,19 @@ def drop_heldout(sentences: Iterable[str]) -> tuple[list[str], int]:
     if dropped:
         log.info("dropped %d sentences that evaluation splits score on", dropped)
     return kept, dropped
+
+
+def is_pairs_file(ref: str) -> bool:
+    """True where a training flag's entry names a graded-pair file of one's own rather than a data set."""
+    return ref.partition(":")[0] not in DATASETS and Path(ref).expanduser().is_file()
+
+
+def load_clean_sts_file(path: str | Path) -> list[STSPair]:
+    """A graded-pair file of one's own (e.g. `kalbert sbert mine`'s), refused if it holds a sentence that an
+    evaluation split scores: such a file would leak the test into training."""
+    pairs = load_sts_file(path)
+    _, leaked = drop_heldout(s for pair in pairs for s in (pair.sentence1, pair.sentence2))
+    if leaked:
+        raise KalbertError(f"{path} holds {leaked} sentences that evaluation splits score",
+                           "leave them out (kalbert sbert mine does) or train on a registered split by name")
+    return pairs

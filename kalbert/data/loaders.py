@@ -232,8 +232,28 @@ def _load(name: str, split: str | None, root: str | Path | None, readers: dict[s
     return [record for path in data_path(name, split, root) for record in readers[name](path)]
 
 
+CROSSED_STS = ("stsb-ko-zh",)
+"""STS sets made of two row-aligned translations of one set (registry: one file of each per split)"""
+
+
+def _crossed_sts(name: str, split: str, root: str | Path | None) -> list[STSPair]:
+    """Each pair of the first translation with one sentence taken from the other, whose gold score is the
+    monolingual one: first every row once, the direction alternating, then every row the other way, so the
+    first n rows (``--max-rows``) are n distinct pairs in both directions."""
+    first_path, second_path = data_path(name, split, root)
+    first, second = _sts_file(first_path), _sts_file(second_path)
+    if len(first) != len(second) or any(a.score != b.score for a, b in zip(first, second, strict=True)):
+        raise KalbertError(f"{first_path} and {second_path} are not row-aligned translations of one STS set",
+                           "re-download both files from their data sets' URLs")
+    rows = list(zip(first, second, strict=True))
+    return [STSPair(a.sentence1, b.sentence2, a.score) if (i + turn) % 2 == 0
+            else STSPair(b.sentence1, a.sentence2, a.score) for turn in (0, 1) for i, (a, b) in enumerate(rows)]
+
+
 def load_sts(name: str, split: str, root: str | Path | None = None) -> list[STSPair]:
     """Sentence pairs with a 0-5 similarity score."""
+    if name in CROSSED_STS:
+        return _crossed_sts(name, split, root)
     return _load(name, split, root, dict.fromkeys(list_datasets("sts"), _sts_file), "load_sts")
 
 

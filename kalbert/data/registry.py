@@ -71,6 +71,12 @@ _DATASETS = [
     _spec("korsts", "sts", "ko", _each("bench/ko/korsts/sts-{}.tsv"),
           _KORNLU, "CC BY-SA 4.0",
           "KorSTS: STS-B translated to Korean, score 0-5", ["test"]),
+    _spec("stsb-ko-zh", "sts", "ko-zh",
+          {split: (f"bench/ko/korsts/sts-{split}.tsv", f"bench/zh/stsb-mt/stsb-zh-{split}.csv")
+           for split in ("train", "dev", "test")},
+          _KORNLU, "CC BY-SA 4.0",
+          "STS-B across languages: each KorSTS pair with one sentence swapped for its stsb-zh translation "
+          "(the two files are row-aligned), both ways, same score", ["test"]),
     _spec("klue-sts", "sts", "ko", {"dev": "bench/ko/klue-sts/klue-sts-v1.1_dev.json"},
           "https://github.com/KLUE-benchmark/KLUE", "CC BY-SA 4.0",
           "KLUE-STS v1.1 dev, score 0-5 (the KLUE test split is hidden)", ["dev"]),

@@ -20,9 +20,8 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
-from kalbert.data import DATASETS, get_spec, load_nli, load_pairs, load_sts, training_split
-from kalbert.data.heldout import drop_heldout
-from kalbert.data.loaders import load_sts_file
+from kalbert.data import get_spec, load_nli, load_pairs, load_sts, training_split
+from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
@@ -86,8 +85,8 @@ class STSResult:
 
 
 def _train_refs(refs: list[str], eval_refs: list[str]) -> list[tuple[str, str]]:
-    resolved = [(ref, FILE) if ref.partition(":")[0] not in DATASETS and Path(ref).expanduser().is_file()
-                else training_split(ref, TRAINABLE_KINDS, "--train", eval_refs) for ref in refs]
+    resolved = [(ref, FILE) if is_pairs_file(ref) else training_split(ref, TRAINABLE_KINDS, "--train", eval_refs)
+                for ref in refs]
     if not resolved:
         raise KalbertError("no training data", "pass --train, e.g. --train korsts")
     return resolved
@@ -100,14 +99,7 @@ def _cap(rows: list, limit: int | None) -> list:
 def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
     from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 
-    if split == FILE:
-        pairs = load_sts_file(name)
-        _, leaked = drop_heldout(s for pair in pairs for s in (pair.sentence1, pair.sentence2))
-        if leaked:
-            raise KalbertError(f"{name} holds {leaked} sentences that evaluation splits score",
-                               "leave them out (kalbert sbert mine does) or train on a registered split by name")
-    else:
-        pairs = load_sts(name, split)
+    pairs = load_clean_sts_file(name) if split == FILE else load_sts(name, split)
     pairs = _cap(pairs, limit)
     loss = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}[loss_name](model)
     return TrainTask(name if split == FILE else f"{name}:{split}",
@@ -191,7 +183,8 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     source = Path(config.model)
     meta = (read_meta(source) if is_sentence_model(source) else {}) or new_meta(folder_languages(source), str(source))
     if not meta.get("languages"):
-        meta["languages"] = sorted({get_spec(name).lang for name, split in refs if split != FILE})
+        meta["languages"] = sorted({lang for name, split in refs if split != FILE  # "ko-zh": cross-lingual
+                                    for lang in get_spec(name).lang.split("-")})
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):

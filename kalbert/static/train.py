@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from kalbert.artifact import Kind
 from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import get_spec, load_pairs, load_sts, training_split
+from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.sentence.card import add_metric, add_stage
@@ -64,8 +65,8 @@ class StaticTrainConfig:
     teacher: str = "multilingual-e5-small"
     """The teacher the init model was distilled from (its projection fits only that teacher's vectors)."""
     sts: list[str] = field(default_factory=list)
-    """STS or pair sets trained with CoSENT after the corpus stage (default split train; evaluation splits
-    such as korsts:test are refused)."""
+    """STS or pair sets, or graded-pair TSV files (`kalbert sbert mine`), trained with CoSENT after the corpus
+    stage (default split train; evaluation splits such as korsts:test are refused)."""
     eval: list[str] | None = None
     """STS dev splits whose mean picks the best epoch (default: korsts:dev for Korean, stsb-zh:dev for Chinese)."""
     dim: int | None = None
@@ -143,17 +144,23 @@ def tokenize(static: StaticVectors, texts: list[str]) -> list[np.ndarray]:
 
 
 def pair_sets(refs: list[str], evaluated: list[str]) -> list[tuple[str, list[str], list[str], np.ndarray]]:
-    """(ref, left texts, right texts, labels 0..1) of each --sts set; evaluation splits are refused."""
+    """(ref, left texts, right texts, labels 0..1) of each --sts set or graded-pair file; evaluation splits, and
+    files holding an evaluation sentence, are refused."""
     found = []
     for ref in refs:
-        name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
-        if get_spec(name).kind == "sts":
-            rows = [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split)]
+        if is_pairs_file(ref):
+            label = ref
+            rows = [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_clean_sts_file(ref)]
         else:
-            rows = [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split)]
+            name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
+            label = f"{name}:{split}"
+            if get_spec(name).kind == "sts":
+                rows = [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split)]
+            else:
+                rows = [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split)]
         if not rows:
-            raise KalbertError(f"{name}:{split} has no pairs")
-        found.append((f"{name}:{split}", [r[0] for r in rows], [r[1] for r in rows],
+            raise KalbertError(f"{label} has no pairs")
+        found.append((label, [r[0] for r in rows], [r[1] for r in rows],
                       np.array([r[2] for r in rows], dtype=np.float32)))
     return found
 

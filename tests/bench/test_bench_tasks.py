@@ -17,6 +17,7 @@ def test_tasks_use_the_published_splits():
         "klue-sts": "dev",
         "stsb-zh": "test",
         "cnsd-stsb": "test",
+        "stsb-ko-zh": "test",
         "lcqmc": "test",
         "pawsx-zh": "test",
         "afqmc": "dev",
@@ -43,7 +44,7 @@ def test_metrics_per_kind():
 
 def test_selections_keep_registry_order_and_deduplicate():
     assert [t.name for t in select_tasks("all")] == list(TASKS)
-    assert [t.name for t in select_tasks("sts")] == ["korsts", "klue-sts", "stsb-zh", "cnsd-stsb"]
+    assert [t.name for t in select_tasks("sts")] == ["korsts", "klue-sts", "stsb-zh", "cnsd-stsb", "stsb-ko-zh"]
     assert [t.name for t in select_tasks("afqmc, ko,korsts")] == [
         "korsts",
         "klue-sts",

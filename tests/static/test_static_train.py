@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.static.model import load_static_model
 from kalbert.static.train import PairBatches, StaticTrainConfig, cosent_loss, target_loss, train_static
@@ -75,6 +76,20 @@ def test_cosent_stage_on_sts_train_splits_only(static_init, teacher, korsts, tmp
         with pytest.raises(KalbertError, match="evaluation split"):
             train_static(_config(static_init, teacher, tmp_path, sts=[reported], eval=["korsts:dev"],
                                  out=str(tmp_path / "refused")))
+
+
+def test_cosent_stage_on_a_graded_pairs_file(static_init, teacher, korsts, tmp_path):
+    mined = tmp_path / "mined.tsv"
+    mined.write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"영화가 {i}번 좋았다\t배우가 {i}번 웃었다\t{i % 6}\n" for i in range(40)), encoding="utf-8")
+    out, _ = train_static(_config(static_init, teacher, tmp_path, sts=[str(mined)], eval=["korsts:dev"],
+                                  sts_epochs=1))
+    assert json.loads((out / "kalbert.json").read_text())["stages"][-1][f"{mined}_pairs"] == 40
+    dev = load_sts("korsts", "dev")[0]
+    mined.write_text(f"sentence1\tsentence2\tscore\n{dev.sentence1}\t{dev.sentence2}\t3.0\n", encoding="utf-8")
+    with pytest.raises(KalbertError, match="holds 2 sentences that evaluation splits score"):
+        train_static(_config(static_init, teacher, tmp_path, sts=[str(mined)], eval=["korsts:dev"],
+                             out=str(tmp_path / "refused")))
 
 
 def test_pair_batches_cover_every_pair_once_and_never_mix_sets(static_init):
