@@ -2,10 +2,12 @@
 
 Graded pairs (KorSTS, STS-B zh, CNSD) train with CoSENT (default), AnglE or cosine-MSE on score/5.
 NLI sets (KorNLI xnli dev, OCNLI) and paraphrase sets (AFQMC, ATEC) add (anchor, positive[, hard
-negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss). A graded-pair TSV file
-(``kalbert sbert mine`` writes them) trains like a graded set if no evaluation sentence is in it. Every epoch (or
-``eval_steps``) the model is scored on the named dev split with sentence-transformers'
-EmbeddingSimilarityEvaluator, checked for collapse, and the best-scoring weights are what is saved.
+negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss); with ``pair_loss="graded"``
+a paraphrase set's pairs, non-paraphrases included, train like graded pairs scored 1 or 0 instead. A
+graded-pair TSV file (``kalbert sbert mine`` writes them) trains like a graded set if no evaluation
+sentence is in it. Every epoch (or ``eval_steps``) the model is scored on the named dev split with
+sentence-transformers' EmbeddingSimilarityEvaluator, checked for collapse, and the best-scoring weights
+are what is saved.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kalbert.training import RunFolder
 
 log = logging.getLogger(__name__)
 STSLoss = Literal["cosent", "angle", "cosine"]
+PairLoss = Literal["mnrl", "graded"]
 TRAINABLE_KINDS = ("sts", "nli", "pairs")
 PROBE_SENTENCES = 256
 FILE = "file"
@@ -60,6 +63,10 @@ class STSConfig:
     """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
     loss: STSLoss = "cosent"
     """Loss for graded pairs."""
+    pair_loss: PairLoss = "mnrl"
+    """How paraphrase-pair sets (AFQMC, ATEC, PAWS-X) train: mnrl (their paraphrases, with in-batch
+    negatives) or graded (every pair, scored 1 or 0, with ``loss``: their non-paraphrases are questions that
+    share most words yet ask something else, the hard negatives in-batch sampling never finds)."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128
@@ -96,15 +103,25 @@ def _cap(rows: list, limit: int | None) -> list:
     return rows[:limit] if limit else rows
 
 
-def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
+def _graded_task(model, name: str, rows: list[tuple[str, str, float]], loss_name: STSLoss) -> TrainTask:
+    """(sentence1, sentence2, score in [0, 1]) rows trained with the graded-pair loss."""
     from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 
-    pairs = load_clean_sts_file(name) if split == FILE else load_sts(name, split)
-    pairs = _cap(pairs, limit)
     loss = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}[loss_name](model)
-    return TrainTask(name if split == FILE else f"{name}:{split}",
-                     [[p.sentence1 for p in pairs], [p.sentence2 for p in pairs]],
-                     np.array([p.score / 5.0 for p in pairs], dtype=np.float32), loss)
+    return TrainTask(name, [[a for a, _, _ in rows], [b for _, b, _ in rows]],
+                     np.array([score for _, _, score in rows], dtype=np.float32), loss)
+
+
+def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
+    pairs = _cap(load_clean_sts_file(name) if split == FILE else load_sts(name, split), limit)
+    return _graded_task(model, name if split == FILE else f"{name}:{split}",
+                        [(p.sentence1, p.sentence2, p.score / 5.0) for p in pairs], loss_name)
+
+
+def _graded_pairs_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
+    pairs = _cap(load_pairs(name, split), limit)
+    return _graded_task(model, f"{name}:{split}/graded",
+                        [(p.sentence1, p.sentence2, float(p.label)) for p in pairs], loss_name)
 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -> list[TrainTask]:
@@ -136,12 +153,15 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -
     return tasks
 
 
-def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None) -> list[TrainTask]:
+def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None,
+                pair_loss: PairLoss = "mnrl") -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else get_spec(name).kind
         if kind == "sts":
             tasks.append(_sts_task(model, name, split, loss, limit))
+        elif kind == "pairs" and pair_loss == "graded":
+            tasks.append(_graded_pairs_task(model, name, split, loss, limit))
         else:
             tasks += _ranking_tasks(model, name, split, kind, limit)
     return tasks
@@ -164,7 +184,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     set_max_seq_length(model, config.max_seq_length)
     if config.freeze_word_embeddings:
         model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
-    tasks = build_tasks(model, refs, config.loss, config.max_rows)
+    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss)
     evaluators = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 

@@ -17,6 +17,7 @@ TINY_FILES = {  # registry file -> lines kept (header included)
     ("korsts", "dev"): 49,
     ("korsts", "test"): 49,
     ("kornli", "dev"): 61,
+    ("afqmc", "train"): 60,
     ("tatoeba-en-ko", None): 301,
     ("parallel-xnli-test", None): 21,
 }

@@ -52,6 +52,15 @@ def test_nli_rows_become_triplets_with_hard_negatives(tiny_sbert, tiny_data):
     assert type(graded.loss).__name__ == "AnglELoss"
 
 
+def test_paraphrase_pairs_train_as_graded_pairs_with_their_negatives(tiny_sbert, tiny_data):
+    model = load_sentence_model(tiny_sbert)
+    (ranked,) = build_tasks(model, [("afqmc", "train")], "cosent", limit=None)
+    (graded,) = build_tasks(model, [("afqmc", "train")], "cosent", limit=None, pair_loss="graded")
+    assert ranked.name == "afqmc:train/2" and set(ranked.labels) == {0.0}  # paraphrases only, labels unused
+    assert graded.name == "afqmc:train/graded" and set(graded.labels) == {0.0, 1.0}
+    assert len(graded) > len(ranked) and type(graded.loss).__name__ == "CoSENTLoss"
+
+
 def test_cli_sts_prints_scores(tiny_sbert, tiny_data, tmp_path, capsys):
     from kalbert.cli.main import main
 
