@@ -12,6 +12,7 @@ from kalbert.data.loaders import (
     QAExample,
     STSPair,
     load_boolq,
+    load_graded,
     load_mc,
     load_nli,
     load_pairs,
@@ -36,6 +37,7 @@ from kalbert.data.roots import data_path, data_roots, describe_datasets
 __all__ = [
     "BLANK", "DATASETS", "KINDS", "NLI_LABELS", "QA_CARVES", "article_parts", "assert_trainable", "BoolQExample",
     "data_path", "data_roots", "DatasetSpec", "describe_datasets", "get_spec", "iter_documents", "LabeledPair",
-    "list_datasets", "load_boolq", "load_mc", "load_nli", "load_pairs", "load_parallel", "load_qa", "load_sts",
-    "MCExample", "NLIPair", "ParallelSet", "parse_ref", "QAExample", "resolve_sources", "STSPair", "training_split",
+    "list_datasets", "load_boolq", "load_graded", "load_mc", "load_nli", "load_pairs", "load_parallel", "load_qa",
+    "load_sts", "MCExample", "NLIPair", "ParallelSet", "parse_ref", "QAExample", "resolve_sources", "STSPair",
+    "training_split",
 ]

@@ -268,6 +268,14 @@ def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[La
     return _load(name, split, root, _PAIR_READERS, "load_pairs")
 
 
+def load_graded(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, float]]:
+    """(sentence1, sentence2, score in [0, 1]) rows, the form graded-pair losses read: an STS set's pairs with
+    score / 5, a paraphrase-pair set's with its label (1 or 0)."""
+    if get_spec(name).kind == "sts":
+        return [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split, root)]
+    return [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split, root)]
+
+
 def load_nli(name: str, split: str, root: str | Path | None = None) -> list[NLIPair]:
     """Premise/hypothesis pairs; rows without a gold label are left out."""
     return _load(name, split, root, _NLI_READERS, "load_nli")

@@ -22,7 +22,7 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
-from kalbert.data import get_spec, load_nli, load_pairs, load_sts, training_split
+from kalbert.data import get_spec, load_graded, load_nli, load_pairs, training_split
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
@@ -103,25 +103,20 @@ def _cap(rows: list, limit: int | None) -> list:
     return rows[:limit] if limit else rows
 
 
-def _graded_task(model, name: str, rows: list[tuple[str, str, float]], loss_name: STSLoss) -> TrainTask:
-    """(sentence1, sentence2, score in [0, 1]) rows trained with the graded-pair loss."""
+def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
+    """A graded-pair file, STS set or (``pair_loss="graded"``) paraphrase-pair set, scores in [0, 1], trained
+    with the graded-pair loss."""
     from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
 
+    if split == FILE:
+        label, rows = name, [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_clean_sts_file(name)]
+    else:
+        label = f"{name}:{split}" + ("/graded" if get_spec(name).kind == "pairs" else "")
+        rows = load_graded(name, split)
+    rows = _cap(rows, limit)
     loss = {"cosent": CoSENTLoss, "angle": AnglELoss, "cosine": CosineSimilarityLoss}[loss_name](model)
-    return TrainTask(name, [[a for a, _, _ in rows], [b for _, b, _ in rows]],
+    return TrainTask(label, [[a for a, _, _ in rows], [b for _, b, _ in rows]],
                      np.array([score for _, _, score in rows], dtype=np.float32), loss)
-
-
-def _sts_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
-    pairs = _cap(load_clean_sts_file(name) if split == FILE else load_sts(name, split), limit)
-    return _graded_task(model, name if split == FILE else f"{name}:{split}",
-                        [(p.sentence1, p.sentence2, p.score / 5.0) for p in pairs], loss_name)
-
-
-def _graded_pairs_task(model, name: str, split: str, loss_name: STSLoss, limit: int | None) -> TrainTask:
-    pairs = _cap(load_pairs(name, split), limit)
-    return _graded_task(model, f"{name}:{split}/graded",
-                        [(p.sentence1, p.sentence2, float(p.label)) for p in pairs], loss_name)
 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -> list[TrainTask]:
@@ -158,10 +153,8 @@ def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | 
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else get_spec(name).kind
-        if kind == "sts":
-            tasks.append(_sts_task(model, name, split, loss, limit))
-        elif kind == "pairs" and pair_loss == "graded":
-            tasks.append(_graded_pairs_task(model, name, split, loss, limit))
+        if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
+            tasks.append(_graded_task(model, name, split, loss, limit))
         else:
             tasks += _ranking_tasks(model, name, split, kind, limit)
     return tasks

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from kalbert.artifact import Kind
 from kalbert.config import DEFAULT_SEED, render_command
-from kalbert.data import get_spec, load_pairs, load_sts, training_split
+from kalbert.data import load_graded, training_split
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
@@ -154,10 +154,7 @@ def pair_sets(refs: list[str], evaluated: list[str]) -> list[tuple[str, list[str
         else:
             name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
             label = f"{name}:{split}"
-            if get_spec(name).kind == "sts":
-                rows = [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split)]
-            else:
-                rows = [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split)]
+            rows = load_graded(name, split)
         if not rows:
             raise KalbertError(f"{label} has no pairs")
         found.append((label, [r[0] for r in rows], [r[1] for r in rows],
