@@ -18,7 +18,7 @@ from kalbert.errors import KalbertError
 # config fields that name data a stage learned from, and the split a bare name means there
 _TRAINING_FIELDS = {"train": "train", "parallel": "all", "sts": "train"}
 # config fields that name another folder the stage learned from
-_PARENT_FIELDS = ("model", "student", "teacher", "init", "source")
+_PARENT_FIELDS = ("model", "models", "student", "teacher", "init", "source")
 
 
 def pairs_record(pairs_file: str | Path) -> Path:
@@ -42,6 +42,12 @@ def _ref(entry: str, default_split: str) -> str:
     return f"{name}:{split or default_split}"
 
 
+def _names(value: object) -> list[str]:
+    """A config field that names one thing or several, as a list of the names (empty for anything else)."""
+    values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return [v for v in values if isinstance(v, str) and v]
+
+
 def training_splits(folder: str | Path, _seen: frozenset[Path] = frozenset()) -> set[str]:
     """``name:split`` of every data set that ``folder`` or a folder it came from was trained on; for a mined
     pairs file, what its labelling teacher was trained on."""
@@ -56,13 +62,12 @@ def training_splits(folder: str | Path, _seen: frozenset[Path] = frozenset()) ->
     for stage in meta.get("stages", []):
         config = stage.get("config", {})
         for field, default_split in _TRAINING_FIELDS.items():
-            entries = config.get(field) or []
-            for entry in [entries] if isinstance(entries, str) else entries:
-                splits |= {_ref(entry, default_split)} | _labelled_splits(Path(str(entry)).expanduser())
+            for entry in _names(config.get(field)):
+                splits |= {_ref(entry, default_split)} | _labelled_splits(Path(entry).expanduser())
         for field in _PARENT_FIELDS:
-            parent = config.get(field)
-            if isinstance(parent, str) and parent and Path(parent).expanduser().resolve() != folder.resolve():
-                splits |= training_splits(parent, seen)
+            for parent in _names(config.get(field)):
+                if Path(parent).expanduser().resolve() != folder.resolve():
+                    splits |= training_splits(parent, seen)
     return splits
 
 

@@ -1,4 +1,4 @@
-"""`kalbert sbert export|sts|distill|mine`."""
+"""`kalbert sbert export|sts|distill|mine|average`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import argparse
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
 
-HELP = "sentence models: export, STS training, distillation, teacher-graded pair mining"
+HELP = "sentence models: export, STS training, distillation, teacher-graded pair mining, weight averaging"
 
 
 def register(nouns) -> None:
+    from kalbert.sentence.average import AverageConfig
     from kalbert.sentence.distill import DistillConfig
     from kalbert.sentence.export import ExportConfig
     from kalbert.sentence.mine import MineConfig
@@ -67,6 +68,13 @@ def register(nouns) -> None:
     add_config_arguments(mine, MineConfig)
     mine.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
+    average = add_verb(
+        verbs, "average", "average the weights of sentence models fine-tuned from one starting point (a model soup)",
+        "kalbert sbert average --models outputs/soup-a outputs/soup-b --eval korsts:dev stsb-zh:dev --out outputs/soup",
+        _average)
+    add_config_arguments(average, AverageConfig, stage="average")
+    add_overwrite(average)
+
 
 def _export(args: argparse.Namespace) -> int:
     from kalbert.errors import KalbertError
@@ -121,6 +129,16 @@ def _distill(args: argparse.Namespace) -> int:
     print(f"student: {result.out} (best step {result.fit.best.step} of {result.fit.steps})")
     for key, value in result.metrics.items():
         print(f"  {key}: {value:.4f}")
+    return 0
+
+
+def _average(args: argparse.Namespace) -> int:
+    from kalbert.sentence.average import average_models
+
+    out = average_models(config_from_args(args), overwrite=args.overwrite)
+    print(f"averaged sentence model: {out} (loads with SentenceTransformer('{out}'))")
+    for metric in (m for m in read_meta(out)["metrics"] if m["stage"] == "average"):
+        print(f"  {metric['data']} {metric['metric']}: {metric['value']:.4f}")
     return 0
 
 
