@@ -135,9 +135,11 @@ def _distill(args: argparse.Namespace) -> int:
 def _average(args: argparse.Namespace) -> int:
     from kalbert.sentence.average import average_models
 
-    out = average_models(config_from_args(args), overwrite=args.overwrite)
+    config = config_from_args(args)
+    out = average_models(config, overwrite=args.overwrite)
     print(f"averaged sentence model: {out} (loads with SentenceTransformer('{out}'))")
-    for metric in (m for m in read_meta(out)["metrics"] if m["stage"] == "average"):
+    measured = read_meta(out)["metrics"][-len(config.eval):] if config.eval else []  # this run's, not a source's
+    for metric in measured:
         print(f"  {metric['data']} {metric['metric']}: {metric['value']:.4f}")
     return 0
 

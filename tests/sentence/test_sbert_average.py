@@ -15,13 +15,17 @@ WEIGHTS = "model.safetensors"
 
 
 def _shifted_copy(source, folder, shift: float, trained_on: str):
-    """A copy of ``source`` whose floating weights are moved by ``shift``, recorded as STS-trained on ``trained_on``."""
+    """A copy of ``source`` whose floating weights are moved by ``shift``, recorded as STS-trained on ``trained_on``
+    and as measured once."""
     shutil.copytree(source, folder)
     tensors = load_file(folder / WEIGHTS)
     save_file({k: t + shift if t.is_floating_point() else t for k, t in tensors.items()}, folder / WEIGHTS,
               metadata={"format": "pt"})
     meta = json.loads((folder / "kalbert.json").read_text(encoding="utf-8"))
     meta["stages"].append({"stage": "sts", "config": {"model": str(source), "train": [trained_on]}})
+    # as if the source were itself an average: its score must not be shown as the new average's
+    meta.setdefault("metrics", []).append({"stage": "average", "data": "korsts:dev", "metric": "spearman_cosine",
+                                           "value": 0.5})
     (folder / "kalbert.json").write_text(json.dumps(meta), encoding="utf-8")
     return folder
 
@@ -34,6 +38,7 @@ def test_average_is_the_weighted_mean_and_names_every_source(tiny_sbert, tmp_pat
     out = tmp_path / "soup"
     assert main(["sbert", "average", "--models", str(first), str(second), "--weights", "1", "3",
                  "--out", str(out)]) == 0
+    assert "spearman" not in capsys.readouterr().out  # no --eval: nothing measured
     original, averaged = load_file(tiny_sbert / WEIGHTS), load_file(out / WEIGHTS)
     for key, tensor in original.items():
         expected = tensor + 0.75 if tensor.is_floating_point() else tensor
