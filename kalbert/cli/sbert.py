@@ -135,12 +135,10 @@ def _distill(args: argparse.Namespace) -> int:
 def _average(args: argparse.Namespace) -> int:
     from kalbert.sentence.average import average_models
 
-    config = config_from_args(args)
-    out = average_models(config, overwrite=args.overwrite)
-    print(f"averaged sentence model: {out} (loads with SentenceTransformer('{out}'))")
-    measured = read_meta(out)["metrics"][-len(config.eval):] if config.eval else []  # this run's, not a source's
-    for metric in measured:
-        print(f"  {metric['data']} {metric['metric']}: {metric['value']:.4f}")
+    result = average_models(config_from_args(args), overwrite=args.overwrite)
+    print(f"averaged sentence model: {result.out} (loads with SentenceTransformer('{result.out}'))")
+    for ref, score in result.scores.items():
+        print(f"  {ref} spearman_cosine: {score:.4f}")
     return 0
 
 

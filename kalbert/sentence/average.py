@@ -95,8 +95,15 @@ def average_state_dicts(state_dicts: list[dict], weights: list[float], names: li
     return averaged
 
 
-def average_models(config: AverageConfig, overwrite: bool = False) -> Path:
-    """Write the weighted mean of ``config.models`` to ``config.out``; return the folder."""
+@dataclass
+class AverageResult:
+    out: Path
+    scores: dict[str, float]
+    """Spearman of the average on each ``--eval`` split (the record also keeps its sources' scores)."""
+
+
+def average_models(config: AverageConfig, overwrite: bool = False) -> AverageResult:
+    """Write the weighted mean of ``config.models`` to ``config.out``; return the folder and its scores."""
     from safetensors.torch import load_file, save_file
     from sentence_transformers import SentenceTransformer
 
@@ -128,13 +135,13 @@ def average_models(config: AverageConfig, overwrite: bool = False) -> Path:
             elif path.is_file():
                 path.unlink()
         model = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
-        meta = read_meta(tmp)
-        meta.pop("onnx", None)
+        meta = read_meta(tmp)  # write_meta_and_card drops its "onnx" record: the files were not kept
         meta.pop("weights_storage", None)  # averaged weights are stored in float32
-        for ref in config.eval:
-            add_metric(meta, "average", ref, "spearman_cosine", evaluate_sts(model, ref, config.batch_size))
+        scores = {ref: evaluate_sts(model, ref, config.batch_size) for ref in config.eval}
+        for ref, score in scores.items():
+            add_metric(meta, "average", ref, "spearman_cosine", score)
         add_stage(meta, "average", {**asdict(config), "weights": weights},
                   seconds=round(time.perf_counter() - started, 1))
         write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(), model.max_seq_length,
                             folders, render_command("kalbert sbert average", config))
-    return Path(config.out)
+    return AverageResult(Path(config.out), scores)
