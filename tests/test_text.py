@@ -51,6 +51,16 @@ def test_router_sends_scripts_to_their_analyzer():
     assert ko_only == [[["我们是朋友"]]]  # Han runs are left whole for a Korean vocabulary
 
 
+def test_one_analyzer_leaves_the_other_script_whole():
+    line = ["배우들의 연기도 我们是朋友"]
+    jieba_only, mecab_only = make_segmenter("ko+zh", "jieba"), make_segmenter("ko+zh", "mecab")
+    assert jieba_only.split_words(line) == [[["배우들의"], ["연기도"], ["我们", "是", "朋友"]]]
+    assert mecab_only.split_words(line) == [[["배우", "들", "의"], ["연기", "도"], ["我们是朋友"]]]
+    assert (jieba_only.name, mecab_only.name) == ("jieba", "mecab")
+    with pytest.raises(KalbertError, match="does not analyse ko text"):
+        make_segmenter("ko", "jieba")
+
+
 def test_pieces_always_concatenate_to_the_word():
     segmenter = make_segmenter("ko+zh")
     lines = ["(주)오소에서 O2O 서비스를 ㅋㅋㅋ 했다ㅎ", "第一条 为了规范口岸开放，提高效率。", "ㄱ ㅏ 韓國語"]

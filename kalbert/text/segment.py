@@ -201,15 +201,23 @@ class Segmenter:
 
 
 def make_segmenter(lang: str, method: str = "auto") -> Segmenter:
-    """The segmenter for a language (``ko``, ``zh``, ``ko+zh``); ``method="none"`` disables analysis."""
+    """The segmenter for a language (``ko``, ``zh``, ``ko+zh``): ``auto`` analyses each script of the language,
+    ``none`` none (plain SentencePiece), ``mecab`` or ``jieba`` only that analyzer's script, leaving the other
+    script's words whole to SentencePiece (to measure what the boundaries are worth in one language of a
+    bilingual vocabulary)."""
     if lang not in _LANG_ANALYZERS:
         raise KalbertError(f"unknown language {lang!r}", f"use one of {', '.join(_LANG_ANALYZERS)}")
+    hangul, han = _LANG_ANALYZERS[lang]
     if method == "none":
         return Segmenter(hangul=None, han=None)
-    if method != "auto":
-        raise KalbertError(f"unknown segmenter {method!r}", "use --segmenter auto or none")
-    hangul, han = _LANG_ANALYZERS[lang]
-    return Segmenter(hangul=hangul, han=han)
+    if method == "auto":
+        return Segmenter(hangul=hangul, han=han)
+    if method in (hangul, han):
+        return Segmenter(hangul=hangul if method == hangul else None, han=han if method == han else None)
+    choices = ", ".join(["auto", "none", *(a for a in (hangul, han) if a)])
+    known = method in _ANALYZERS
+    problem = f"segmenter {method!r} does not analyse {lang} text" if known else f"unknown segmenter {method!r}"
+    raise KalbertError(problem, f"use --segmenter {choices}")
 
 
 _WORKER: Segmenter | None = None

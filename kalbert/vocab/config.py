@@ -22,8 +22,9 @@ class VocabBuildConfig:
     """pieces in the vocabulary, the five special pieces included"""
     model_type: Literal["unigram", "bpe"] = "unigram"
     """"unigram" (ALBERT's choice) or "bpe"."""
-    segmenter: Literal["auto", "none"] = "auto"
-    """"auto": mecab-ko for Hangul, jieba for Han; "none": plain SentencePiece, for comparison."""
+    segmenter: Literal["auto", "none", "mecab", "jieba"] = "auto"
+    """"auto": mecab-ko for Hangul, jieba for Han; "none": plain SentencePiece, for comparison; "mecab" or
+    "jieba": only that analyzer (for ko+zh: the other script's words are left whole to SentencePiece)."""
     max_sentences: int = 1_000_000
     """sentences sampled for training (all of them if the corpus has fewer)"""
     character_coverage: float = 0.9995
