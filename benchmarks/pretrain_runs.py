@@ -89,8 +89,7 @@ def score_heldout(model_dir: Path, config: dict, data: PretrainingData, indices:
     mlm_correct = masked = sop_correct = distill = 0.0
     for first in range(0, len(indices), batch_size):
         part = indices[first : first + batch_size]
-        batch = make_batch(heldout, part, (seed, EVAL_STREAM, 0), masking, data.vocab_size, None,
-                           torch.device("cpu"), teacher)
+        batch = make_batch(heldout, part, (seed, EVAL_STREAM, 0), masking, data.vocab_size, None, teacher)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=run_bf16(config)):
             out = objective(**batch.inputs)
         mlm_correct += float(out["mlm_correct"])

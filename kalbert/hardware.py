@@ -292,6 +292,12 @@ def describe_cpu(block: dict[str, Any] | None) -> str:
     return label.rstrip(", ")
 
 
+def describe_machine(block: dict[str, Any] | None) -> str:
+    """:func:`describe_cpu`, and the GPU where there was one: where a run trained, not only its CPU."""
+    gpu = (block or {}).get("cuda")
+    return f"{describe_cpu(block)} + {gpu}" if gpu else describe_cpu(block)
+
+
 def env_lines(hardware: Hardware) -> list[str]:
     """``kalbert env``'s bullet list, in the style of ``transformers env``."""
     versions = hardware.versions

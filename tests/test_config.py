@@ -109,6 +109,6 @@ def test_rendered_command_parses_back_to_the_same_config():
 
 def test_shipped_artifacts_record_their_kind():
     for folder in ["vocab/ko-32k", "vocab/zh-32k", "vocab/ko-zh-48k", "models/sbert-ko-zh-small",
-                   "models/static-ko-zh-48k"]:
+                   "models/static-ko-zh-48k", "models/qa-ko-zh-small"]:
         meta = json.loads((ROOT / folder / "kalbert.json").read_text(encoding="utf-8"))
-        assert meta["kind"] in ("vocab", "sentence-model", "static-model")
+        assert meta["kind"] in ("vocab", "sentence-model", "static-model", "qa")

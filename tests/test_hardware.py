@@ -149,3 +149,9 @@ def test_kalbert_env_help_has_an_example(capsys):
     with pytest.raises(SystemExit):
         main(["env", "--help"])
     assert "kalbert env --json" in capsys.readouterr().out
+
+
+def test_a_gpu_run_names_its_gpu_beside_the_cpu():
+    block = {"cpu": "Intel(R) Xeon(R) Processor", "arch": "x86_64", "instruction_sets": ["avx2"], "cuda": "NVIDIA H200"}
+    assert hardware.describe_machine(block) == f"{hardware.describe_cpu(block)} + NVIDIA H200"
+    assert hardware.describe_machine({**block, "cuda": None}) == hardware.describe_cpu(block)

@@ -22,7 +22,7 @@ from kalbert.bench.anchors import ANCHORS, Anchor
 from kalbert.bench.results import ResultsFile, read_results
 from kalbert.bench.tasks import GROUPS, METRIC_LABELS, TASK_ORDER, task_group, task_label
 from kalbert.errors import KalbertError
-from kalbert.hardware import describe_cpu
+from kalbert.hardware import describe_machine
 from kalbert.io import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -168,13 +168,13 @@ def _commands_markdown(files: list[tuple[str, ResultsFile]]) -> list[str]:
         "",
         f"Regenerate this file and its charts: `{REPORT_COMMAND}`",
         "",
-        "| Results file | Model | kalbert | Command | CPU (wall times) | Note |",
+        "| Results file | Model | kalbert | Command | Machine (wall times) | Note |",
         "|---|---|---|---|---|---|",
     ]
     for name, results in files:
         lines.append(
             f"| `{name}` | {_md_cell(results.model)} | {results.kalbert_version} | "
-            f"`{_md_cell(results.command)}` | {_md_cell(describe_cpu(results.hardware))} | "
+            f"`{_md_cell(results.command)}` | {_md_cell(describe_machine(results.hardware))} | "
             f"{_md_cell(results.note) or MISSING} |"
         )
     return lines + [""]
@@ -196,13 +196,13 @@ def _speed_markdown(speed: list[tuple[str, dict]]) -> list[str]:
         "its machine (`kalbert env` shows the one at hand). Files written before kalbert recorded the machine",
         "say \"CPU not recorded\".",
         "",
-        "| Speed results | Command | CPU |",
+        "| Speed results | Command | Machine |",
         "|---|---|---|",
     ]
     for name, data in speed:
         command = data.get("command")
         lines.append(f"| `{name}` | {f'`{_md_cell(command)}`' if command else MISSING} | "
-                     f"{_md_cell(describe_cpu(data.get('hardware')))} |")
+                     f"{_md_cell(describe_machine(data.get('hardware')))} |")
     return lines + [""]
 
 

@@ -58,6 +58,18 @@ def register(nouns) -> None:
                          help="no answer when the best span's probability (start x end) is below this (0..1)")
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
+    export = add_verb(
+        verbs,
+        "export",
+        "copy a fine-tuned QA model with float16 weights (half the size; computed in float32), checked on probe "
+        "questions",
+        "kalbert qa export --model outputs/qa-korquad --out outputs/qa-korquad-f16",
+        _export,
+    )
+    export.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
+    export.add_argument("--out", required=True, help="the float16 copy")
+    add_overwrite(export)
+
     evaluate = add_verb(
         verbs,
         "evaluate",
@@ -91,6 +103,15 @@ def _train(args: argparse.Namespace) -> int:
         write_results(args.results, qa_results(summary, name, results_command("kalbert qa train", args, config),
                                                args.note))
         print(f"wrote {args.results}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from kalbert.tasks.qa.export import export_qa_float16
+
+    meta = export_qa_float16(args.model, args.out, overwrite=args.overwrite)
+    change = meta["weights_storage"]["max_probe_score_change"]
+    print(f"wrote {args.out}: float16 weights, probe answers unchanged (score change at most {change:.2e})")
     return 0
 
 

@@ -69,6 +69,10 @@ class Batch:
             return torch.zeros((), dtype=torch.long, device=self.inputs["labels"].device)
         return (self.inputs["rss_starts"] != IGNORE).sum()
 
+    def to(self, device: torch.device) -> Batch:
+        return Batch({k: v.to(device, non_blocking=True) for k, v in self.inputs.items()}, self.tokens,
+                     self.positions)
+
 
 def pack_rows(lengths: Sequence[int], capacity: int) -> list[list[int]]:
     """Instances (by position in ``lengths``) per row: first-fit decreasing, rows of at most ``capacity`` tokens.
@@ -127,16 +131,15 @@ def pack(padded: dict[str, torch.Tensor], capacity: int) -> dict[str, torch.Tens
 
 
 def make_batch(instances: InstanceSet, indices: np.ndarray, mask_key: tuple[int, ...], masking: MaskingConfig,
-               vocab_size: int, pack_capacity: int | None, device: torch.device,
-               teacher_vectors: np.ndarray | None = None, rss: RecurringSpans | None = None) -> Batch:
-    """Instances ``indices``, masked from ``mask_key``, padded (``pack_capacity`` None) or packed, on ``device``;
-    with the rows of ``teacher_vectors`` (one per instance of the split) that belong to them, and with ``rss``
-    their span-selection questions."""
+               vocab_size: int, pack_capacity: int | None, teacher_vectors: np.ndarray | None = None,
+               rss: RecurringSpans | None = None) -> Batch:
+    """Instances ``indices``, masked from ``mask_key``, padded (``pack_capacity`` None) or packed, on the CPU
+    (``Batch.to`` moves it); with the rows of ``teacher_vectors`` (one per instance of the split) that belong
+    to them, and with ``rss`` their span-selection questions."""
     padded = collate([instances[int(i)] for i in indices], [int(i) for i in indices], mask_key, masking, vocab_size,
                      rss)
     tokens = int(padded["attention_mask"].sum())
     inputs = padded if pack_capacity is None else pack(padded, pack_capacity)
     if teacher_vectors is not None:  # in the order of sop_labels, as the objective's instance means are
         inputs["teacher_vectors"] = torch.from_numpy(teacher_vectors[np.asarray(indices)].astype(np.float32))
-    return Batch({k: v.to(device, non_blocking=True) for k, v in inputs.items()}, tokens,
-                 inputs["input_ids"].numel())
+    return Batch(inputs, tokens, inputs["input_ids"].numel())

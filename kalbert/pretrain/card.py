@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kalbert.hardware import describe_cpu
+from kalbert.hardware import describe_machine
 from kalbert.io import atomic_write_text
 
 
@@ -85,7 +85,7 @@ model = AutoModel.from_pretrained("path/to/this/folder")  # or AutoModelForPreTr
   up to {meta['max_seq_length']} tokens ({meta['tokens_seen']:,} tokens seen)
 - data: `{meta['data']}`
 - initialised from: {meta['config'].get('init_from') or 'scratch'}
-- trained on: {describe_cpu(meta.get('hardware'))}, {meta['config'].get('precision') or _old_precision(meta)}
+- trained on: {describe_machine(meta.get('hardware'))}, {meta['config'].get('precision') or _old_precision(meta)}
 
 {_command_line(meta)}
 

@@ -89,6 +89,9 @@ class PretrainConfig:
     """seed of initialisation, batch order and masks"""
     threads: int = 0
     """torch CPU threads per process (0: torch's default)"""
+    loader_workers: int = 0
+    """processes that build the coming steps' batches (masking, span finding, packing) while a step trains; for
+    GPUs, where that CPU work bounds the step rate (0: each batch is built in the training process when due)"""
     tensorboard: bool = True
     """also write TensorBoard events under tb/"""
     resume: bool = False
@@ -117,7 +120,7 @@ class PretrainConfig:
 # precision too: bf16 autocast changes the numbers only by rounding, and a run moved to a CPU without native
 # bf16 goes on in fp32 ("bf16" is how runs recorded it before --precision)
 FREE_ON_RESUME = {"out", "resume", "eval_every", "save_every", "keep_checkpoints", "log_every", "tensorboard",
-                  "threads", "attention", "compile", "precision", "bf16"}
+                  "threads", "loader_workers", "attention", "compile", "precision", "bf16"}
 
 
 def recorded_precision(config: dict) -> str | None:
@@ -151,6 +154,9 @@ def validate(config: PretrainConfig, env: DistEnv) -> None:
         raise KalbertError("--rss-max-questions and --rss-max-span must be at least 1")
     if config.distill_weight < 0:
         raise KalbertError(f"--distill-weight {config.distill_weight} is negative", "use a weight >= 0")
+    if config.loader_workers < 0:
+        raise KalbertError(f"--loader-workers {config.loader_workers} is negative",
+                           "use 0 (batches built in the training process) or a number of worker processes")
     for name in ("eval_every", "save_every", "log_every", "keep_checkpoints"):
         if getattr(config, name) < 1:
             raise KalbertError(f"--{name.replace('_', '-')} must be at least 1")

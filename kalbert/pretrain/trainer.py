@@ -17,7 +17,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from kalbert.pretrain.curves import METRICS, truncate_metrics
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.distributed import DistEnv, setup_distributed, teardown_distributed
 from kalbert.pretrain.export import export_model
+from kalbert.pretrain.loader import StepBatches, step_batches
 from kalbert.pretrain.objective import PretrainingObjective
 from kalbert.pretrain.optim import make_optimizer, warmup_polynomial
 from kalbert.pretrain.presets import albert_config, describe
@@ -122,6 +123,7 @@ class Trainer:
             self.rss = RecurringSpans(*trivial_pieces(self.data.vocab_dir, self.data.vocab_size),
                                       config.rss_max_questions, config.rss_max_span, config.masking.mask_unit)
         self.batches = GlobalBatches(len(self.train_set), config.batch_size, config.seed)
+        self._loader: Iterator[StepBatches] | None = None
         self.micro_batch = config.batch_size // (env.world_size * config.grad_accum)
         self.pack_capacity: int | None = self.data.meta["max_seq_length"] if config.pack else None
         if config.threads:
@@ -222,9 +224,30 @@ class Trainer:
 
     # --------------------------------------------------------------------------------------- steps
     def _batch(self, split: str, indices: np.ndarray, key: tuple[int, ...]) -> Batch:
+        """Instances ``indices`` of ``split``, masked from ``key``, on the CPU."""
         instances = self.train_set if split == "train" else self.heldout
         return make_batch(instances, indices, key, self.config.masking, self.data.vocab_size, self.pack_capacity,
-                          self.env.device, self.teacher_vectors.get(split), self.rss)
+                          self.teacher_vectors.get(split), self.rss)
+
+    def _micro_batches(self, step: int) -> list[Batch]:
+        """This process's share of global batch ``step``, split for gradient accumulation, on the CPU."""
+        epoch, _ = self.batches.position(step)
+        indices = self.batches.indices(step)
+        share = len(indices) // self.env.world_size
+        mine = indices[self.env.rank * share:(self.env.rank + 1) * share]
+        return [self._batch("train", part, (self.config.seed, _TRAIN_STREAM, epoch))
+                for part in np.split(mine, self.config.grad_accum)]
+
+    def _step_batches(self, step: int) -> list[Batch]:
+        """Step ``step``'s micro-batches from the loader, which builds the coming steps ahead with
+        --loader-workers; a loader that is not at ``step`` (a step taken outside ``train``) starts over there."""
+        if self._loader is not None:
+            got, micro = next(self._loader, (None, []))
+            if got == step:
+                return micro
+        self._loader = step_batches(self._micro_batches, step, max(step, self.config.max_steps),
+                                    self.config.loader_workers)
+        return next(self._loader)[1]
 
     def _autocast(self):
         return autocast(self.env.device, self.bf16)
@@ -243,12 +266,7 @@ class Trainer:
     def train_step(self, stop_requested: Callable[[], bool]) -> tuple[StepSums, float, bool]:
         """One optimiser step; returns the global sums, the gradient norm and whether any process must stop."""
         step = self.step + 1
-        epoch, _ = self.batches.position(step)
-        indices = self.batches.indices(step)
-        share = len(indices) // self.env.world_size
-        mine = indices[self.env.rank * share:(self.env.rank + 1) * share]
-        micro = [self._batch("train", part, (self.config.seed, _TRAIN_STREAM, epoch))
-                 for part in np.split(mine, self.config.grad_accum)]
+        micro = [batch.to(self.env.device) for batch in self._step_batches(step)]
         counts = torch.stack([sum(b.masked for b in micro), sum(b.questions for b in micro)])
         masked_total, questions_total = self.env.all_reduce(counts.to(self.env.device, torch.float32))
         sums = StepSums(self.env.device)
@@ -288,7 +306,7 @@ class Trainer:
         sums = StepSums(self.env.device)
         self.objective.eval()
         for part in parts[self.env.rank::self.env.world_size]:
-            batch = self._batch("heldout", part, (self.config.seed, _EVAL_STREAM, 0))
+            batch = self._batch("heldout", part, (self.config.seed, _EVAL_STREAM, 0)).to(self.env.device)
             with self._autocast():
                 out = self.objective(**batch.inputs)
             sums += StepSums.of_forward(out, batch.tokens, batch.positions)
@@ -344,6 +362,7 @@ class Trainer:
                     self._save()
                 progress.update(1)
         progress.close()
+        self._loader = None  # its workers end with it
         if stopped:
             log.warning("stopped at step %d; checkpoint %s; continue with --resume", self.step, self.last_checkpoint)
             raise KeyboardInterrupt

@@ -27,6 +27,7 @@ from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.vocab.files import SPIECE
+from kalbert.weights import store_float16
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -175,11 +176,9 @@ def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path
 
 
 def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = False) -> Path:
-    """Copy a sentence-model folder with its weights stored as float16: half the size on disk (what keeps a
-    shipped model under 25 MB), loaded and computed in float32 (config.json keeps ``dtype: float32``).
-    The copy must give the original's embeddings (cosine >= 0.9999 on probe sentences)."""
+    """Copy a sentence-model folder with its weights stored as float16 (``kalbert.weights``); the copy must give
+    the original's embeddings (cosine >= 0.9999 on probe sentences)."""
     import torch
-    from safetensors.torch import load_file, save_file
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import pairwise_cos_sim
 
@@ -190,9 +189,7 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
     original = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     with artifact_folder(out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
-        for weights in tmp.rglob("*.safetensors"):
-            tensors = {name: t.half() if t.is_floating_point() else t for name, t in load_file(weights).items()}
-            save_file(tensors, weights, metadata={"format": "pt"})
+        store_float16(tmp)
         reference = original.encode(PROBE, convert_to_numpy=True)
         copy = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
         if next(copy.parameters()).dtype != torch.float32:

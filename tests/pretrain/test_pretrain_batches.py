@@ -38,8 +38,8 @@ def test_packed_batch_matches_the_padded_one(ko_data, objective, sop_pooling, at
     indices, key, masking = _mixed_indices(data), (7, 0, 3), MaskingConfig()
     hidden = tiny_run(ko_data, "unused").model.hidden_size
     teacher = np.random.default_rng(1).standard_normal((len(data.split("train")), hidden)).astype(np.float32)
-    padded, packed = (make_batch(data.split("train"), indices, key, masking, data.vocab_size, capacity,
-                                 torch.device("cpu"), teacher) for capacity in (None, SEQ_LEN))
+    padded, packed = (make_batch(data.split("train"), indices, key, masking, data.vocab_size, capacity, teacher)
+                       for capacity in (None, SEQ_LEN))
     assert packed.tokens == padded.tokens and packed.positions < padded.positions
     assert int(packed.masked) == int(padded.masked)
     labels = {name: b.inputs["labels"][b.inputs["labels"] != IGNORE].sort().values for name, b in

@@ -308,3 +308,21 @@ def test_compiled_run_matches_and_resumes_like_the_plain_one(ko_data, tmp_path):
     strip = ("tokens_per_s",)
     assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(resumed)] == \
         [{k: v for k, v in r.items() if k not in strip} for r in compiled]
+
+
+@pytest.mark.parametrize("objective", ["mlm+sop", "mlm+rss"])
+def test_batches_built_ahead_in_workers_give_the_same_run(finished_run, ko_data, tmp_path, objective):
+    """--loader-workers builds the coming steps' batches in other processes: the same losses and weights,
+    exactly, as building each batch in the training process (finished_run, or its span-selection twin)."""
+    reference = finished_run
+    if objective != "mlm+sop":
+        reference = tmp_path / "in-process"
+        pretrain(tiny_run(ko_data, reference, objective=objective))
+    ahead = tmp_path / "workers"
+    pretrain(tiny_run(ko_data, ahead, objective=objective, loader_workers=2))
+    strip = ("tokens_per_s",)
+    assert [{k: v for k, v in r.items() if k not in strip} for r in _metrics(ahead)] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in _metrics(reference)]
+    a = AlbertForPreTraining.from_pretrained(reference / "model").state_dict()
+    b = AlbertForPreTraining.from_pretrained(ahead / "model").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)

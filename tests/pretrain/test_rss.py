@@ -103,7 +103,7 @@ def test_trivial_pieces_from_a_vocabulary(ko_vocab):
 def _data_batch(ko_data, rss: RecurringSpans, indices: np.ndarray, capacity: int | None = None):
     data = PretrainingData.open(ko_data)
     return data, make_batch(data.split("train"), indices, (3, 0, 0), MaskingConfig(), data.vocab_size,
-                            capacity, torch.device("cpu"), rss=rss)
+                            capacity, rss=rss)
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+import torch
 
 from kalbert.cli.main import build_parser, main
 from kalbert.data import assert_trainable, data_path, load_qa, parse_ref
@@ -292,6 +293,40 @@ def test_evaluate_writes_scores_and_predictions(qa_model, tmp_path, capsys):
     assert result["split"] == "val" and result["n"] == 6 and len(result["predictions"]) == 6
 
 
+def test_export_stores_float16_weights_that_answer_the_same(qa_model, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    from kalbert.tasks.qa import QAModel
+
+    out = tmp_path / "half"
+    assert main(["qa", "export", "--model", str(qa_model), "--out", str(out)]) == 0
+    assert "probe answers unchanged" in capsys.readouterr().out
+    assert {t.dtype for t in load_file(out / "model.safetensors").values() if t.is_floating_point()} == {torch.float16}
+    assert (out / "model.safetensors").stat().st_size < 0.6 * (qa_model / "model.safetensors").stat().st_size
+    meta = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))
+    assert meta["weights_storage"]["dtype"] == "float16" and meta["report"] == json.loads(
+        (qa_model / "kalbert.json").read_text(encoding="utf-8"))["report"]
+    assert "Weights stored as float16" in (out / "README.md").read_text(encoding="utf-8")
+    half = QAModel(out, precision="fp32")
+    assert next(half.model.parameters()).dtype == torch.float32
+    full = QAModel(qa_model, precision="fp32")
+    question, context = "수도는?", KO_CONTEXT
+    assert half.answer([question], [context])[0].text == full.answer([question], [context])[0].text
+    assert main(["qa", "export", "--model", str(qa_model), "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_shipped_qa_model_answers_korean_and_chinese_questions():
+    """models/qa-ko-zh-small, one model for both languages, on questions written for this test."""
+    from kalbert.tasks.qa import QAModel
+
+    qa = QAModel(REPO / "models" / "qa-ko-zh-small")
+    contexts = ["세종대왕은 1446년에 훈민정음을 반포하였다.", "北京是中华人民共和国的首都，2008年举办了夏季奥运会。",
+                "长江是亚洲第一长河，全长约6300公里，最后注入东海。"]
+    answers = qa.answer(["훈민정음을 반포한 해는?", "北京在哪一年举办了奥运会？", "长江最后注入哪里？"], contexts)
+    assert [a.text for a in answers] == ["1446년", "2008年", "东海"]
+
+
 def test_errors_exit_2(qa_model, tiny_albert, tmp_path, capsys):
     predict = ["qa", "predict", "--model"]
     assert main([*predict, str(tiny_albert), "--context", KO_CONTEXT, "--question", "수도는?"]) == 2
@@ -314,7 +349,7 @@ def test_errors_exit_2(qa_model, tiny_albert, tmp_path, capsys):
 
 
 def test_every_qa_verb_help_ends_with_a_working_example(capsys):
-    for verb in ("train", "predict", "evaluate"):
+    for verb in ("train", "predict", "export", "evaluate"):
         with pytest.raises(SystemExit) as exited:
             main(["qa", verb, "--help"])
         assert exited.value.code == 0

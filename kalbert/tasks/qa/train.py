@@ -249,6 +249,15 @@ def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows:
             "wall_seconds": round(time.perf_counter() - started, 2), "predictions": predictions}
 
 
+def _storage_note(summary: dict[str, Any]) -> str:
+    storage = summary.get("weights_storage")
+    if not storage:
+        return ""
+    return (f"\nWeights stored as {storage['dtype']} and computed in {storage['computed_in']} "
+            f"(`{storage['command']}`; the {storage['probe_answers_unchanged']} probe questions get the same "
+            f"answers).\n")
+
+
 def render_card(summary: dict[str, Any]) -> str:
     """The README card of a QA folder, from its kalbert.json alone."""
     config, report, splits = summary["config"], summary["report"], summary["splits"]
@@ -258,7 +267,7 @@ def render_card(summary: dict[str, Any]) -> str:
     rows = "\n".join(f"| {h['epoch']} | {h['train_loss']:.4f} | {h[em]:.2f} | {h[f1]:.2f} |"
                      for h in summary["history"])
     return f"""---
-language: {spec.lang}
+language: [{', '.join(summary.get('languages') or [spec.lang])}]
 library_name: transformers
 pipeline_tag: question-answering
 tags: [{summary['model_type']}, extractive-qa, kalbert]
@@ -293,7 +302,7 @@ EM / F1 x100, {report['metric']}.
 {rows}
 
 Epoch {summary['selected_epoch']} kept; {summary['wall_seconds']:.0f} s in all.
-
+{_storage_note(summary)}
 ## Use
 
 ```bash
