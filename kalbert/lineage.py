@@ -21,9 +21,10 @@ _TRAINING_FIELDS = {"train": "train", "parallel": "all", "sts": "train"}
 _PARENT_FIELDS = ("model", "models", "student", "teacher", "init", "source")
 
 
-def pairs_record(pairs_file: str | Path) -> Path:
-    """The record beside a mined pairs file (`kalbert sbert mine`): same stem, ``.json``."""
-    return Path(pairs_file).expanduser().with_suffix(".json")
+def record_beside(data_file: str | Path) -> Path:
+    """The record beside a data file a command wrote (`kalbert sbert mine`, `kalbert mc cloze`): same stem,
+    ``.json``."""
+    return Path(data_file).expanduser().with_suffix(".json")
 
 
 def _labelled_splits(pairs_file: Path) -> set[str]:
@@ -31,7 +32,7 @@ def _labelled_splits(pairs_file: Path) -> set[str]:
     if not pairs_file.is_file():
         return set()
     try:
-        record = json.loads(pairs_record(pairs_file).read_text(encoding="utf-8"))
+        record = json.loads(record_beside(pairs_file).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return set()
     return set(record.get("training_splits", [])) if isinstance(record, dict) else set()

@@ -116,6 +116,7 @@ def select_tasks(spec: str) -> list[BenchTask]:
 FINETUNE_LABELS = {
     "kobest-copa": "KoBEST COPA",
     "kobest-hellaswag": "KoBEST HellaSwag",
+    "kobest-boolq": "KoBEST BoolQ",
     "c3": "C3",
     "chid": "CHID",
     "xcopa-zh": "XCOPA zh",

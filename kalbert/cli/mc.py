@@ -1,4 +1,5 @@
-"""`kalbert mc train|predict`: fine-tune ALBERT or BERT for multiple choice, and answer a question with it."""
+"""`kalbert mc train|predict|cloze`: fine-tune ALBERT or BERT for multiple choice, answer a question with it,
+and cut idiom cloze training examples (CHID's format) from a Chinese corpus."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from kalbert.cli.common import (
 )
 from kalbert.precision import PRECISION_HELP, PRECISIONS
 
-HELP = "multiple choice: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predict"
+HELP = "multiple choice: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predict, idiom cloze data"
 
 
 def register(nouns) -> None:
     from kalbert.tasks import MCTrainConfig
+    from kalbert.tasks.idiom_cloze import ClozeConfig
 
     parser = nouns.add_parser("mc", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -36,6 +38,19 @@ def register(nouns) -> None:
     add_config_arguments(train, MCTrainConfig)
     add_results_arguments(train)
     add_overwrite(train)
+
+    cloze = add_verb(
+        verbs,
+        "cloze",
+        "blank 4-character idioms in Chinese corpus text: CHID-format training examples (documents holding an "
+        "evaluation passage are dropped first)",
+        "kalbert mc cloze --corpus zh-clue --max-examples 6000 --out outputs/chid-cloze.jsonl\n"
+        "  kalbert mc train --model outputs/albert-tiny --task chid --extra-train outputs/chid-cloze.jsonl "
+        "--out outputs/mc-chid",
+        _cloze,
+    )
+    add_config_arguments(cloze, ClozeConfig)
+    add_overwrite(cloze)
 
     predict = add_verb(
         verbs,
@@ -73,6 +88,20 @@ def _train(args: argparse.Namespace) -> int:
         command = results_command("kalbert mc train", args, config)
         write_results(args.results, mc_results(summary, name, command, args.note))
         print(f"wrote {args.results}")
+    return 0
+
+
+def _cloze(args: argparse.Namespace) -> int:
+    from kalbert.lineage import record_beside
+    from kalbert.tasks.idiom_cloze import build_cloze
+
+    config = config_from_args(args)
+    record = build_cloze(config, overwrite=args.overwrite)
+    examples = record["examples"]
+    print(f"wrote {examples['written']} idiom cloze examples ({examples['distinct_answers']} idioms answered, "
+          f"{record['distinct_idioms']} found in {record['documents_read']} documents; "
+          f"{record['passage_filter']['dropped_documents']} documents holding an evaluation passage dropped) "
+          f"to {config.out}, record {record_beside(config.out)}")
     return 0
 
 

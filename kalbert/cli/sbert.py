@@ -143,7 +143,7 @@ def _average(args: argparse.Namespace) -> int:
 
 
 def _mine(args: argparse.Namespace) -> int:
-    from kalbert.lineage import pairs_record
+    from kalbert.lineage import record_beside
     from kalbert.sentence.mine import mine_pairs
 
     result = mine_pairs(config_from_args(args), overwrite=args.overwrite)
@@ -153,7 +153,7 @@ def _mine(args: argparse.Namespace) -> int:
     pairs, score = result.record["pairs"], result.record["score"]
     languages = ", ".join(f"{lang} {n}" for lang, n in pairs["per_language"].items())
     print(f"mined pairs: {result.out} ({result.found} pairs: {languages}; {pairs['from_neighbours']} from nearest "
-          f"neighbours, {pairs['random']} random), record {pairs_record(result.out)}")
+          f"neighbours, {pairs['random']} random), record {record_beside(result.out)}")
     print(f"  score 0-5 = teacher cosine {score['cosine_at_0']:.4f}-{score['cosine_at_5']:.4f}, linear; "
           f"{result.record['sample']['heldout_dropped']} evaluation sentences left out of the sample")
     print(f"  train with: kalbert sbert sts --train {result.out} ...")

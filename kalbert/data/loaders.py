@@ -213,8 +213,12 @@ _NLI_READERS: dict[str, Reader[NLIPair]] = {
                                  lambda r: _nli(r["sentence1"], r["sentence2"], r["gold_label"])),
     "ocnli": lambda p: read_records(p, jsonl_rows(p), lambda r: _nli(r["sentence1"], r["sentence2"], r.get("label"))),
 }
+BOOLQ_CHOICES = ("아니요", "예")
+"""KoBEST BoolQ's answers as the choices of a two-way multiple choice (False, True)"""
 _MC_READERS: dict[str, Reader[MCExample]] = {
     "kobest-copa": _copa_file,
+    "kobest-boolq": lambda p: [MCExample(e.passage, e.question, BOOLQ_CHOICES, int(e.answer), e.id)
+                               for e in _boolq_file(p)],
     "kobest-hellaswag": _hellaswag_file,
     "c3": lambda p: read_records(p, _c3_rows(p), lambda r: _c3(*r)),
     "chid": lambda p: read_records(p, jsonl_rows(p), _chid),
@@ -282,8 +286,20 @@ def load_nli(name: str, split: str, root: str | Path | None = None) -> list[NLIP
 
 
 def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:
-    """Multiple-choice examples (COPA, HellaSwag, C3, CHID, XCOPA) with a 0-based answer index."""
+    """Multiple-choice examples (COPA, HellaSwag, C3, CHID, XCOPA; BoolQ as no/yes) with a 0-based answer index."""
     return _load(name, split, root, _MC_READERS, "load_mc")
+
+
+def load_mc_file(name: str, path: str | Path) -> list[MCExample]:
+    """Examples of one's own in ``name``'s file format (e.g. what `kalbert mc cloze` writes for CHID), read as
+    :func:`load_mc` reads the registered ones."""
+    if name not in _MC_READERS:
+        raise KalbertError(f"no multiple-choice reader for '{name}'", f"known: {', '.join(_MC_READERS)}")
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise KalbertError(f"{path} does not exist", f"write one with `kalbert mc cloze --out {path}` (CHID) "
+                           "or pass a file in the task's own format")
+    return _MC_READERS[name](path)
 
 
 def load_boolq(name: str, split: str, root: str | Path | None = None) -> list[BoolQExample]:

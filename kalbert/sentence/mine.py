@@ -46,7 +46,7 @@ from kalbert.data.heldout import drop_heldout
 from kalbert.errors import KalbertError
 from kalbert.hardware import hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text, refuse_existing_output
-from kalbert.lineage import pairs_record, training_splits
+from kalbert.lineage import record_beside, training_splits
 from kalbert.teachers.backends import E5_NAME, describe, load_teacher
 from kalbert.teachers.cache import open_cache
 from kalbert.teachers.corpus import cached_sample
@@ -280,7 +280,7 @@ def mine_pairs(config: MineConfig, overwrite: bool = False, progress: bool = Tru
         "command": invocation() or render_command("kalbert sbert mine", config),
         "hardware": hardware_block(),
     }
-    atomic_write_json(pairs_record(out), record)  # the record first: a pairs file never lacks its lineage
+    atomic_write_json(record_beside(out), record)  # the record first: a pairs file never lacks its lineage
     atomic_write_text(out, text)
     log.info("mined %d pairs into %s", found, out)
     return MineResult(out, record, config.pairs, found)

@@ -4,9 +4,11 @@ ALBERTs and their BERT teacher (``--model multilingual-e5-small``) train on the 
 accuracy is their reference point.
 
 Each choice is paired with the context as ``[CLS] first [SEP] second [SEP]`` (XLM-R's ``<s> first </s></s>
-second </s>``) and the model scores all choices of an example together (a softmax over them). How an
-example's fields become the two segments (:func:`format_choices`) depends only on the fields, so ``predict``
-formats a new question exactly as training formatted the data set.
+second </s>``) and the model scores all choices of an example together (a softmax over them). A cloze (CHID)
+is read as one segment, the choice written into the blank: the model judges the idiom where it stands, as
+its masked-language pretraining read text. How an example's fields become the segments
+(:func:`format_choices`) depends only on the fields, so ``predict`` formats a new question exactly as
+training formatted the data set.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from tqdm.auto import tqdm
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
 from kalbert.config import DEFAULT_SEED, render_command
-from kalbert.data import BLANK, MCExample, assert_trainable, load_mc
+from kalbert.data import BLANK, MCExample, assert_trainable, load_mc, load_mc_file
+from kalbert.data.passages import passage_index
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_text, refuse_existing_output
+from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
 from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
 from kalbert.tasks.encoders import check_encoder, encoder_folder, encoder_inputs
@@ -50,6 +53,7 @@ class MCSplits:
 MC_TASKS: dict[str, MCSplits] = {
     "kobest-copa": MCSplits("train", "dev", "test"),
     "kobest-hellaswag": MCSplits("train", "dev", "test"),
+    "kobest-boolq": MCSplits("train", "dev", "test"),  # "question 예" against "question 아니요" after the passage
     "c3": MCSplits("train", "dev", "test"),
     "chid": MCSplits("train", "dev", "test_public"),
     "xcopa-zh": MCSplits("dev", None, "test"),  # XCOPA has no training split: train on val (100 examples)
@@ -58,7 +62,7 @@ MCTask = Literal[tuple(MC_TASKS)]  # type: ignore[valid-type]  # the task names,
 
 # COPA-style questions become a connective in front of each choice.
 _CONNECTIVES = {"원인": "왜냐하면", "결과": "그래서", "cause": "因为", "effect": "所以"}
-_BLANK_WINDOW = 200  # characters of CHID context kept on each side of the blank
+_BLANK_WINDOW = 60  # characters of cloze context kept on each side of the blank: well inside 128 tokens
 
 
 @dataclass
@@ -84,6 +88,9 @@ class MCTrainConfig:
     """share of the steps with a linearly rising learning rate"""
     max_seq_length: int = 128
     """tokens per (context, choice) pair; the longer segment is truncated first"""
+    extra_train: str | None = None
+    """a file of further training examples in the task's own format, joined to its train split (for chid:
+    idiom cloze from a corpus, `kalbert mc cloze`)"""
     max_rows: int | None = None
     """use only the first N training examples (quick runs and tests)"""
     max_eval_rows: int | None = None
@@ -101,11 +108,12 @@ class MCTrainConfig:
 
 
 def format_choices(example: MCExample) -> list[tuple[str, str]]:
-    """The (first, second) segment pair for each choice of ``example``."""
+    """The (first, second) segment pair for each choice of ``example``; a cloze's second segment is empty."""
     context = example.context
-    if BLANK in context and len(context) > 2 * _BLANK_WINDOW:
+    if BLANK in context:
         at = context.index(BLANK)
-        context = context[max(0, at - _BLANK_WINDOW) : at + len(BLANK) + _BLANK_WINDOW]
+        window = context[max(0, at - _BLANK_WINDOW) : at + len(BLANK) + _BLANK_WINDOW]
+        return [(window.replace(BLANK, choice), "") for choice in example.choices]
     if example.question in _CONNECTIVES:
         return [(context, f"{_CONNECTIVES[example.question]} {choice}") for choice in example.choices]
     if example.question:
@@ -138,7 +146,8 @@ def _choice_logits(model, tokenizer, examples: Sequence[MCExample], max_length: 
         own = format_choices(example)
         pairs += own + [(own[0][0], "")] * (width - len(own))
         valid.append([True] * len(own) + [False] * (width - len(own)))
-    encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first",
+    seconds = [b for _, b in pairs]
+    encoded = tokenizer([a for a, _ in pairs], seconds if any(seconds) else None, truncation="longest_first",
                         max_length=max_length, padding=True, return_tensors="pt")
     inputs = {key: value.view(len(examples), width, -1).to(model.device)
               for key, value in encoder_inputs(model, dict(encoded)).items()}
@@ -160,6 +169,18 @@ def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig
     return 100.0 * correct / len(examples)
 
 
+def _check_extra(path: str, examples: list[MCExample]) -> dict[str, Any]:
+    """The record of an --extra-train file; refused when an example holds a passage that results are scored on
+    (as corpora are filtered: :mod:`kalbert.data.passages`)."""
+    index = passage_index()
+    for example in examples:
+        owner = index.owner([example.context.replace(BLANK, example.choices[example.label])])
+        if owner is not None:
+            raise KalbertError(f"{path} holds a passage of {owner} ({example.id}), which results are scored on",
+                               "train on corpus text only: `kalbert mc cloze` drops documents holding one")
+    return {"file": str(path), "examples": len(examples), "sha256": sha256_file(path)}
+
+
 def _examples(task: str, split: str, limit: int | None) -> list[MCExample]:
     examples = load_mc(task, split)
     return examples[:limit] if limit else examples
@@ -179,9 +200,12 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     assert_trainable(config.task, splits.train)
     model_path = encoder_folder(config.model, "multiple-choice fine-tuning")
     refuse_existing_output(config.out, overwrite)
+    extra = load_mc_file(config.task, config.extra_train) if config.extra_train else []
+    extra_meta = _check_extra(config.extra_train, extra) if config.extra_train else None
     run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
-    train = _examples(config.task, splits.train, config.max_rows)
+    train = _examples(config.task, splits.train, config.max_rows) + (extra[: config.max_rows] if config.max_rows
+                                                                     else extra)
     select = _examples(config.task, splits.select, config.max_eval_rows) if splits.select else []
     report_all = load_mc(config.task, splits.report)
     report = report_all[: config.max_eval_rows] if config.max_eval_rows else report_all
@@ -223,6 +247,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
             "subset": len(report) < len(report_all),
         },
         "train_examples": len(train),
+        **({"extra_train": extra_meta} if extra_meta else {}),
         "wall_seconds": round(time.perf_counter() - started, 2),
     }
     with artifact_folder(config.out, Kind.MC_MODEL, overwrite=overwrite) as folder:
@@ -242,6 +267,9 @@ def render_card(summary: dict[str, Any]) -> str:
     report = summary["report"]
     subset = f" (first {report['n']} of {report['n_split']} examples)" if report["subset"] else ""
     languages = "".join(f"- {lang}\n" for lang in summary["languages"])
+    extra = summary.get("extra_train")
+    trained = (f"{summary['train_examples']} training examples, {extra['examples']} of them from `{extra['file']}`. "
+               if extra else "")
     return f"""---
 language:
 {languages}library_name: transformers
@@ -253,7 +281,7 @@ tags: [{summary['model_type']}, multiple-choice, kalbert]
 Accuracy {report['accuracy']:.4f} on {summary['task']}:{report['split']}{subset}; the model of epoch
 {summary['selected_epoch']} was kept. `{summary['architecture']}` made from `{summary['config']['model']}` with kalbert
 {summary['kalbert_version']}:
-
+{trained}
 ```
 {summary['command']}
 ```

@@ -9,7 +9,8 @@ import pytest
 
 from kalbert.bench import read_results
 from kalbert.cli.main import main
-from kalbert.data import MCExample, data_path
+from kalbert.data import MCExample, data_path, load_mc
+from kalbert.data.loaders import BOOLQ_CHOICES
 from kalbert.errors import KalbertError
 from kalbert.tasks import MC_TASKS, MCTrainConfig, predict_mc, train_mc
 from kalbert.tasks.multiple_choice import format_choices
@@ -34,6 +35,17 @@ def test_copa_questions_become_connectives():
     example = MCExample("전쟁이 시작되었다.", "결과", ("a", "b"), 1, "1")
     assert format_choices(example) == [("전쟁이 시작되었다.", "그래서 a"), ("전쟁이 시작되었다.", "그래서 b")]
     assert MC_TASKS["xcopa-zh"].train == "dev" and MC_TASKS["chid"].report == "test_public"
+
+
+def test_boolq_is_read_as_no_or_yes_after_the_question():
+    try:
+        examples = load_mc("kobest-boolq", "dev")
+    except KalbertError as exc:
+        pytest.skip(f"shared data missing: {exc}")
+    assert len(examples) == 700 and {e.choices for e in examples} == {BOOLQ_CHOICES}
+    assert {e.label for e in examples} == {0, 1} and MC_TASKS["kobest-boolq"].report == "test"
+    (passage, no), (_, yes) = format_choices(examples[0])
+    assert passage == examples[0].context and yes == f"{examples[0].question} 예" and no.endswith(" 아니요")
 
 
 def test_train_selects_on_dev_and_reports_test(tiny_albert, tmp_path):

@@ -14,7 +14,7 @@ from kalbert.cli.main import main
 from kalbert.data import load_sts
 from kalbert.data.heldout import drop_heldout
 from kalbert.data.loaders import load_sts_file
-from kalbert.lineage import pairs_record, training_splits
+from kalbert.lineage import record_beside, training_splits
 from kalbert.sentence.mine import flat_choice, nearest_neighbours
 
 SUBJECTS = ["영화", "배우", "감독", "음악", "이야기", "주인공"]
@@ -55,7 +55,7 @@ def test_mined_pairs_hold_no_evaluation_sentence_and_span_the_scale(tiny_sbert, 
     assert len({frozenset((pair.sentence1, pair.sentence2)) for pair in pairs}) == 40
     scores = [pair.score for pair in pairs]
     assert min(scores) == 0 and max(scores) == 5
-    record = json.loads(pairs_record(out).read_text(encoding="utf-8"))
+    record = json.loads(record_beside(out).read_text(encoding="utf-8"))
     assert record["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert record["sample"]["heldout_dropped"] == 1 and record["sample"]["same_but_spacing_merged"] == {"ko": 1}
     assert record["pairs"]["per_language"] == {"ko": 40} and sum(record["score_histogram"]["counts"]) == 40
@@ -70,7 +70,7 @@ def test_fewer_pairs_than_asked_is_an_error_that_says_how_many(tiny_sbert, corpu
     error = capsys.readouterr().err
     found = int(error.split("found ")[1].split(" of")[0])
     assert 0 < found < 5000 and "of the 5000 pairs asked" in error and f"--pairs {found}" in error
-    assert not out.exists() and not pairs_record(out).exists()
+    assert not out.exists() and not record_beside(out).exists()
     assert _mine(tiny_sbert, corpus, out, "--pairs", "5000", "--allow-fewer") == 0
     assert f"found {found} of the 5000 pairs asked" in capsys.readouterr().out
     assert len(load_sts_file(out)) == found
@@ -102,7 +102,7 @@ def test_a_student_of_mined_pairs_inherits_the_teacher_lineage(tiny_sbert, corpu
     (teacher / "kalbert.json").write_text(json.dumps(meta), encoding="utf-8")
     mined = tmp_path / "mined.tsv"
     assert _mine(teacher, corpus, mined, "--pairs", "40") == 0
-    assert "korsts:dev" in json.loads(pairs_record(mined).read_text(encoding="utf-8"))["training_splits"]
+    assert "korsts:dev" in json.loads(record_beside(mined).read_text(encoding="utf-8"))["training_splits"]
     assert main(["sbert", "sts", "--model", str(tiny_sbert), "--train", str(mined), "--eval", "korsts:dev",
                  "--out", str(tmp_path / "never")]) == 2
     assert "labelled by a teacher trained on korsts:dev" in capsys.readouterr().err
