@@ -268,7 +268,7 @@ def render_card(summary: dict[str, Any]) -> str:
     subset = f" (first {report['n']} of {report['n_split']} examples)" if report["subset"] else ""
     languages = "".join(f"- {lang}\n" for lang in summary["languages"])
     extra = summary.get("extra_train")
-    trained = (f"{summary['train_examples']} training examples, {extra['examples']} of them from `{extra['file']}`. "
+    trained = (f"{summary['train_examples']} training examples, {extra['examples']} of them from `{extra['file']}`.\n\n"
                if extra else "")
     return f"""---
 language:
@@ -281,12 +281,12 @@ tags: [{summary['model_type']}, multiple-choice, kalbert]
 Accuracy {report['accuracy']:.4f} on {summary['task']}:{report['split']}{subset}; the model of epoch
 {summary['selected_epoch']} was kept. `{summary['architecture']}` made from `{summary['config']['model']}` with kalbert
 {summary['kalbert_version']}:
-{trained}
+
 ```
 {summary['command']}
 ```
 
-Everything else (config, per-epoch history, machine) is in `kalbert.json`.
+{trained}Everything else (config, per-epoch history, machine) is in `kalbert.json`.
 """
 
 
