@@ -134,23 +134,31 @@ def build_cloze(config: ClozeConfig, overwrite: bool = False, progress: bool = T
     blanks = [blank for idiom in sorted(kept) for blank in kept[idiom]]
     rng.shuffle(blanks)
     blanks = blanks[:config.max_examples]
-    if len(blanks) < config.max_examples:
-        log.warning("the corpora yield %d idiom blanks, fewer than the %d asked: writing %d",
-                    len(blanks), config.max_examples, len(blanks))
     vocabulary = sorted(seen)
-    lines = []
-    for number, blank in enumerate(blanks):
+    lines, skipped = [], 0
+    for blank in blanks:
         context = blank.before + blank.idiom + blank.after
+        # a wrong idiom must not read right in place: none that the context holds (its blank's included)
+        in_context = {context[at:at + 4] for at in range(len(context) - 3)}
+        if len(seen.keys() - in_context) < config.candidates - 1:  # too few left to draw from (tiny corpora)
+            skipped += 1
+            continue
         wrong: set[str] = set()
         while len(wrong) < config.candidates - 1:
             other = rng.choice(vocabulary)
-            if other != blank.idiom and other not in context:  # a wrong idiom must not read right in place
+            if other not in in_context:
                 wrong.add(other)
         candidates = sorted(wrong) + [blank.idiom]
         rng.shuffle(candidates)
-        lines.append(json.dumps({"id": f"cloze-{number}", "candidates": candidates,
+        lines.append(json.dumps({"id": f"cloze-{len(lines)}", "candidates": candidates,
                                  "content": blank.before + IDIOM_SLOT + blank.after,
                                  "answer": candidates.index(blank.idiom)}, ensure_ascii=False))
+    if not lines:
+        raise KalbertError(f"no blank has {config.candidates - 1} wrong idioms left that its own text does not hold",
+                           "pass more Chinese corpora or fewer --candidates")
+    if len(lines) < config.max_examples:
+        log.warning("the corpora yield %d idiom cloze examples, fewer than the %d asked: writing %d",
+                    len(lines), config.max_examples, len(lines))
     text = "".join(line + "\n" for line in lines)
     record = {
         "kind": "idiom-cloze",
@@ -164,7 +172,7 @@ def build_cloze(config: ClozeConfig, overwrite: bool = False, progress: bool = T
         "passage_filter": guard.record(),
         "occurrences": sum(seen.values()),
         "distinct_idioms": len(seen),
-        "examples": {"asked": config.max_examples, "written": len(lines),
+        "examples": {"asked": config.max_examples, "written": len(lines), "skipped_too_few_candidates": skipped,
                      "distinct_answers": len({blank.idiom for blank in blanks})},
         "seconds": round(time.perf_counter() - started, 1),
         "command": invocation() or render_command("kalbert mc cloze", config),

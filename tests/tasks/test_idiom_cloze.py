@@ -96,6 +96,10 @@ def test_cli_cloze_errors(chid_root, tmp_path, capsys):
     few.write_text("他一心一意地工作。\n", encoding="utf-8")
     assert main(["mc", "cloze", "--corpus", str(few), "--out", str(tmp_path / "c.jsonl")]) == 2
     assert "distinct idioms" in capsys.readouterr().err
+    crowded = tmp_path / "crowded.txt"  # seven idioms, each context holding them all: no wrong candidate is left
+    crowded.write_text("，".join(IDIOMS[:7]) + "。\n", encoding="utf-8")
+    assert main(["mc", "cloze", "--corpus", str(crowded), "--out", str(tmp_path / "c.jsonl")]) == 2
+    assert "wrong idioms left" in capsys.readouterr().err
     assert main(["mc", "cloze", "--corpus", "no-such-corpus", "--out", str(tmp_path / "c.jsonl")]) == 2
     assert not (tmp_path / "c.jsonl").exists()
 
