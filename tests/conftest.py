@@ -99,6 +99,13 @@ def make_tiny_albert():
     return _write_tiny_albert
 
 
+@pytest.fixture(scope="session")
+def tiny_mc_albert(tmp_path_factory, ko_vocab) -> Path:
+    """A random-init AlbertForMultipleChoice (hidden 32, 2 layers) with the test vocabulary's tokenizer; tests
+    only read it."""
+    return _write_tiny_albert(tmp_path_factory.mktemp("tiny-mc-albert"), ko_vocab, head="AlbertForMultipleChoice")
+
+
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """``fake(flags, arch="x86_64", model=...)`` makes every hardware question (kalbert.hardware and all that

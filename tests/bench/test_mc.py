@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,12 +13,6 @@ from kalbert.data.loaders import BOOLQ_CHOICES
 from kalbert.errors import KalbertError
 from kalbert.tasks import MC_TASKS, MCTrainConfig, predict_mc, train_mc
 from kalbert.tasks.multiple_choice import format_choices
-
-
-@pytest.fixture(scope="module")
-def tiny_albert(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
-    """A random-init AlbertForMultipleChoice (hidden 32, 2 layers) with the test vocabulary's tokenizer."""
-    return make_tiny_albert(tmp_path_factory.mktemp("tiny-albert"), ko_vocab, head="AlbertForMultipleChoice")
 
 
 @pytest.fixture(autouse=True)
@@ -48,9 +41,9 @@ def test_boolq_is_read_as_no_or_yes_after_the_question():
     assert passage == examples[0].context and yes == f"{examples[0].question} 예" and no.endswith(" 아니요")
 
 
-def test_train_selects_on_dev_and_reports_test(tiny_albert, tmp_path):
+def test_train_selects_on_dev_and_reports_test(tiny_mc_albert, tmp_path):
     config = MCTrainConfig(
-        model=str(tiny_albert),
+        model=str(tiny_mc_albert),
         task="kobest-copa",
         out=str(tmp_path / "mc"),
         epochs=2,
@@ -82,7 +75,7 @@ def test_train_selects_on_dev_and_reports_test(tiny_albert, tmp_path):
     assert len(probs) == 2 and sum(probs) == pytest.approx(1.0)
 
 
-def test_cli_train_writes_results_and_predict_prints_choices(tiny_albert, tmp_path, capsys):
+def test_cli_train_writes_results_and_predict_prints_choices(tiny_mc_albert, tmp_path, capsys):
     out, results = tmp_path / "mc", tmp_path / "mc_copa.json"
     assert (
         main(
@@ -90,7 +83,7 @@ def test_cli_train_writes_results_and_predict_prints_choices(tiny_albert, tmp_pa
                 "mc",
                 "train",
                 "--model",
-                str(tiny_albert),
+                str(tiny_mc_albert),
                 "--task",
                 "kobest-copa",
                 "--out",
@@ -156,15 +149,15 @@ def test_a_model_that_is_neither_albert_nor_bert_is_refused(tmp_path, capsys):
     assert "no config.json" in capsys.readouterr().err
 
 
-def test_examples_with_fewer_choices_never_pick_the_padding(tiny_albert):
+def test_examples_with_fewer_choices_never_pick_the_padding(tiny_mc_albert):
     """C3 mixes 2- to 4-choice questions in one batch: padded choices get -inf and no probability."""
     import torch
     from transformers import AlbertForMultipleChoice, AutoTokenizer
 
     from kalbert.tasks.multiple_choice import _choice_logits
 
-    tokenizer = AutoTokenizer.from_pretrained(str(tiny_albert))
-    model = AlbertForMultipleChoice.from_pretrained(str(tiny_albert)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_mc_albert))
+    model = AlbertForMultipleChoice.from_pretrained(str(tiny_mc_albert)).eval()
     examples = [MCExample("문장.", "질문?", ("가", "나"), 1, "a"),
                 MCExample("문장.", "질문?", ("가", "나", "다", "라"), 3, "b")]
     with torch.no_grad():

@@ -110,11 +110,6 @@ def test_a_cloze_is_read_with_the_choice_in_the_blank():
     assert second == "" and first == "x" * 59 + "他一心一意地工作" + "y" * 57  # 60 characters each side
 
 
-@pytest.fixture
-def tiny_albert(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
-    return make_tiny_albert(tmp_path_factory.mktemp("tiny-albert"), ko_vocab, head="AlbertForMultipleChoice")
-
-
 def _chid_present():
     try:
         for split in ("train", "dev", "test_public"):
@@ -123,13 +118,13 @@ def _chid_present():
         pytest.skip(f"shared data missing: {exc}")
 
 
-def test_extra_training_examples_join_the_train_split(tiny_albert, tmp_path):
+def test_extra_training_examples_join_the_train_split(tiny_mc_albert, tmp_path):
     _chid_present()
     extra = tmp_path / "cloze.jsonl"
     rows = [{"id": f"c{i}", "candidates": IDIOMS[:7], "content": f"第{i}次他#idiom#地工作。", "answer": 0}
             for i in range(5)]
     extra.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    config = MCTrainConfig(model=str(tiny_albert), task="chid", out=str(tmp_path / "mc"), epochs=1, batch_size=4,
+    config = MCTrainConfig(model=str(tiny_mc_albert), task="chid", out=str(tmp_path / "mc"), epochs=1, batch_size=4,
                            lr=1e-3, max_rows=3, max_eval_rows=4, extra_train=str(extra))
     summary = train_mc(config)
     assert summary["train_examples"] == 6  # 3 of the split, 3 of the file
@@ -141,8 +136,8 @@ def test_extra_training_examples_join_the_train_split(tiny_albert, tmp_path):
     leaked.write_text(json.dumps({"id": 1, "candidates": list(scored.choices), "content": content,
                                   "answer": scored.label}, ensure_ascii=False) + "\n", encoding="utf-8")
     with pytest.raises(KalbertError, match="holds a passage of chid"):
-        train_mc(MCTrainConfig(model=str(tiny_albert), task="chid", out=str(tmp_path / "mc2"),
+        train_mc(MCTrainConfig(model=str(tiny_mc_albert), task="chid", out=str(tmp_path / "mc2"),
                                extra_train=str(leaked)))
     with pytest.raises(KalbertError, match="does not exist"):
-        train_mc(MCTrainConfig(model=str(tiny_albert), task="chid", out=str(tmp_path / "mc3"),
+        train_mc(MCTrainConfig(model=str(tiny_mc_albert), task="chid", out=str(tmp_path / "mc3"),
                                extra_train=str(tmp_path / "missing.jsonl")))

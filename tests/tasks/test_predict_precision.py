@@ -18,11 +18,6 @@ def tiny_qa(tmp_path_factory, ko_vocab, make_tiny_albert):
     return make_tiny_albert(tmp_path_factory.mktemp("qa") / "tiny", ko_vocab, head="AlbertForQuestionAnswering")
 
 
-@pytest.fixture(scope="module")
-def tiny_mc(tmp_path_factory, ko_vocab, make_tiny_albert):
-    return make_tiny_albert(tmp_path_factory.mktemp("mc") / "tiny", ko_vocab, head="AlbertForMultipleChoice")
-
-
 def test_qa_model_precision_follows_the_cpu(tiny_qa, fake_cpu, monkeypatch, capsys):
     import kalbert.tasks.qa.model as qa_model
     from kalbert.tasks.qa import QAModel
@@ -39,7 +34,7 @@ def test_qa_model_precision_follows_the_cpu(tiny_qa, fake_cpu, monkeypatch, caps
         assert answer.startswith("(no answer") or answer in CONTEXT
 
 
-def test_mc_predict_runs_under_the_chosen_precision(tiny_mc, fake_cpu, monkeypatch, capsys):
+def test_mc_predict_runs_under_the_chosen_precision(tiny_mc_albert, fake_cpu, monkeypatch, capsys):
     import kalbert.tasks as tasks
 
     seen = []
@@ -50,7 +45,7 @@ def test_mc_predict_runs_under_the_chosen_precision(tiny_mc, fake_cpu, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(tasks, "predict_mc", recording)
-    argv = ["mc", "predict", "--model", str(tiny_mc), "--context", "전쟁이 시작되었다.", "--question", "결과",
+    argv = ["mc", "predict", "--model", str(tiny_mc_albert), "--context", "전쟁이 시작되었다.", "--question", "결과",
             "--choices", "병사들이 집으로 돌아왔다.", "병사들이 전투에 파견되었다."]
     fake_cpu(NATIVE)
     assert main(argv) == 0 and main([*argv, "--precision", "fp32"]) == 0
