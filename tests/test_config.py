@@ -102,7 +102,7 @@ def test_rendered_command_parses_back_to_the_same_config():
     config = config_from_args(args)
     command = render_command("kalbert sbert distill", config)
     assert "--loss mse" in command and "--epochs 1.0" in command and "--batch-size 128" in command
-    assert "--max-steps 2000" in command and "--pooling" not in command  # distillation's own defaults
+    assert "--max-steps 2000" in command and "--pooling" not in command  # set values render, defaults do not
     again = config_from_args(build_parser().parse_args(shlex.split(command)[1:]))
     assert again == config
 
