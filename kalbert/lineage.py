@@ -49,26 +49,27 @@ def _names(value: object) -> list[str]:
     return [v for v in values if isinstance(v, str) and v]
 
 
-def training_splits(folder: str | Path, _seen: frozenset[Path] = frozenset()) -> set[str]:
+def training_splits(folder: str | Path) -> set[str]:
     """``name:split`` of every data set that ``folder`` or a folder it came from was trained on; for a mined
-    pairs file, what its labelling teacher was trained on."""
-    folder = Path(folder).expanduser()
-    if folder.is_file():
-        return _labelled_splits(folder)
-    if not folder.is_dir() or folder.resolve() in _seen:
-        return set()
-    seen = _seen | {folder.resolve()}
-    meta = read_meta(folder)
+    pairs file, what its labelling teacher was trained on. Each record is read once: averaged models name
+    the same ancestors along many paths, and walking every path grows exponentially with the stages."""
     splits: set[str] = set()
-    for stage in meta.get("stages", []):
-        config = stage.get("config", {})
-        for field, default_split in _TRAINING_FIELDS.items():
-            for entry in _names(config.get(field)):
-                splits |= {_ref(entry, default_split)} | _labelled_splits(Path(entry).expanduser())
-        for field in _PARENT_FIELDS:
-            for parent in _names(config.get(field)):
-                if Path(parent).expanduser().resolve() != folder.resolve():
-                    splits |= training_splits(parent, seen)
+    visited: set[Path] = set()
+    pending = [Path(folder).expanduser()]
+    while pending:
+        current = pending.pop()
+        if current.is_file():
+            splits |= _labelled_splits(current)
+            continue
+        if not current.is_dir() or current.resolve() in visited:
+            continue
+        visited.add(current.resolve())
+        for stage in read_meta(current).get("stages", []):
+            config = stage.get("config", {})
+            for field, default_split in _TRAINING_FIELDS.items():
+                for entry in _names(config.get(field)):
+                    splits |= {_ref(entry, default_split)} | _labelled_splits(Path(entry).expanduser())
+            pending += [Path(parent).expanduser() for field in _PARENT_FIELDS for parent in _names(config.get(field))]
     return splits
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from kalbert import lineage
 from kalbert.errors import KalbertError
 from kalbert.lineage import refuse_trained_on, training_splits
 
@@ -38,3 +39,23 @@ def test_an_evaluation_the_lineage_trained_on_is_refused_naming_the_split(tmp_pa
 def test_plain_folders_and_hub_names_have_no_recorded_training(tmp_path):
     assert training_splits(tmp_path) == set()
     assert training_splits("multilingual-e5-small") == set()
+
+
+def test_each_record_is_read_once_however_many_paths_lead_to_it(tmp_path, monkeypatch):
+    # a chain of averages, each naming the previous two models: 2^30 paths to the first one if walked per path
+    folders = [_folder(tmp_path / "m0", [{"stage": "sts", "config": {"train": ["korsts"]}}]),
+               _folder(tmp_path / "m1", [{"stage": "sts", "config": {"train": ["stsb-zh"]}}])]
+    for i in range(2, 32):
+        folders.append(_folder(tmp_path / f"m{i}", [{"stage": "average", "config": {
+            "models": [str(folders[-1]), str(folders[-2])]}}]))
+    reads = []
+    real_read_meta = lineage.read_meta
+
+    def counted_read_meta(folder):
+        reads.append(folder)
+        assert len(reads) <= len(folders), f"records read again: {len(reads)} reads of {len(folders)} folders"
+        return real_read_meta(folder)
+
+    monkeypatch.setattr(lineage, "read_meta", counted_read_meta)
+    assert training_splits(folders[-1]) == {"korsts:train", "stsb-zh:train"}
+    assert len(reads) == len(folders)
