@@ -61,9 +61,9 @@ def training_splits(folder: str | Path) -> set[str]:
         if current.is_file():
             splits |= _labelled_splits(current)
             continue
-        if not current.is_dir() or current.resolve() in visited:
+        if not current.is_dir() or (key := current.resolve()) in visited:
             continue
-        visited.add(current.resolve())
+        visited.add(key)
         for stage in read_meta(current).get("stages", []):
             config = stage.get("config", {})
             for field, default_split in _TRAINING_FIELDS.items():
