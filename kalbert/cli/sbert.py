@@ -139,6 +139,8 @@ def _average(args: argparse.Namespace) -> int:
     print(f"averaged sentence model: {result.out} (loads with SentenceTransformer('{result.out}'))")
     for ref, score in result.scores.items():
         print(f"  {ref} spearman_cosine: {score:.4f}")
+    if len(result.scores) > 1:  # the figure `sbert sts` picks by, so an average and its sources compare at a glance
+        print(f"  dev Spearman (mean of the --eval splits): {sum(result.scores.values()) / len(result.scores):.4f}")
     return 0
 
 

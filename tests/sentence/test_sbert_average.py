@@ -71,3 +71,14 @@ def test_negative_or_zero_weights_are_refused(tiny_sbert, tmp_path, capsys, weig
     assert main(["sbert", "average", "--models", str(tiny_sbert), str(tiny_sbert), "--weights", *weights,
                  "--out", str(tmp_path / "w")]) == 2
     assert "non-negative" in capsys.readouterr().err
+
+
+def test_an_average_measured_on_several_splits_prints_their_mean(tiny_sbert, tmp_path, capsys):
+    first = _shifted_copy(tiny_sbert, tmp_path / "a", 0.0, "korsts")
+    second = _shifted_copy(tiny_sbert, tmp_path / "b", 0.01, "korsts")
+    assert main(["sbert", "average", "--models", str(first), str(second), "--eval", "korsts:dev", "stsb-zh:dev",
+                 "--out", str(tmp_path / "soup")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    scores = [float(line.rsplit(": ", 1)[1]) for line in lines if "spearman_cosine" in line]
+    mean = [float(line.rsplit(": ", 1)[1]) for line in lines if "mean of the --eval splits" in line]
+    assert len(scores) == 2 and mean and abs(mean[0] - sum(scores) / 2) <= 1e-4
