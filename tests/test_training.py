@@ -1,5 +1,6 @@
-"""The shared fine-tuning loop on a toy regression: a crash mid-run resumes to the uninterrupted result, the
-gradient clip is the configured one, and without an evaluation every epoch is logged and the last one kept."""
+"""The shared fine-tuning loop on a toy regression: a crash mid-run resumes to the uninterrupted result (its
+training time counted), the gradient clip is the configured one, and without an evaluation every epoch is
+logged and the last one kept."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_a_crashed_run_resumes_to_the_uninterrupted_result(tmp_path):
     assert [(e.step, e.score) for e in resumed.history] == [(e.step, e.score) for e in whole.history]
     assert [e.step for e in whole.history] == [5, 10, 15] and whole.steps == 15  # 5 batches x 3 epochs
     assert resumed.best.step == whole.best.step
+    assert whole.earlier_seconds == 0 and 0 < resumed.earlier_seconds < resumed.seconds  # the crashed run's time counts
 
 
 def test_weights_after_resume_are_exact(tmp_path):

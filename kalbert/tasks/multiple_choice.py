@@ -248,7 +248,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         },
         "train_examples": len(train),
         **({"extra_train": extra_meta} if extra_meta else {}),
-        "wall_seconds": round(time.perf_counter() - started, 2),
+        "wall_seconds": round(result.earlier_seconds + time.perf_counter() - started, 2),  # across restarts
     }
     with artifact_folder(config.out, Kind.MC_MODEL, overwrite=overwrite) as folder:
         model.save_pretrained(folder)

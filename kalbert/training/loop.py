@@ -102,6 +102,8 @@ class FitResult:
     """training time, summed over the runs a resumed run took"""
     resumed_from: int | None = None
     """the step this process resumed at (None: it started afresh)"""
+    earlier_seconds: float = 0.0
+    """training time of the runs before this process resumed, for a stage's wall time across restarts"""
 
     @property
     def bf16(self) -> bool:
@@ -174,7 +176,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
     scheduler = linear_warmup(optimizer, settings.warmup_ratio, total)
     best = BestCheckpoint()
     losses: list[float] = []  # since the last evaluation
-    done, earlier_seconds = 0, 0.0
+    done = 0
     if state is not None:
         if state["total"] != total:
             raise KalbertError(f"{run.path} was a {state['total']}-step run; the same settings now make {total} "
@@ -184,7 +186,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
         scheduler.load_state_dict(state["scheduler"])
         best.load_state_dict(state["best"])
         result.history, losses = state["history"], state["losses"]
-        result.stopped_for_collapse, earlier_seconds = state["stopped_for_collapse"], state["seconds"]
+        result.stopped_for_collapse, result.earlier_seconds = state["stopped_for_collapse"], state["seconds"]
         done = result.resumed_from = state["step"]
         set_rng_state(state["rng"])
         _say(f"resuming {run.path} at step {done} of {total}")
@@ -218,7 +220,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
         run.save({"step": done, "total": total, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                   "scheduler": scheduler.state_dict(), "best": best.state_dict(), "history": result.history,
                   "losses": losses, "stopped_for_collapse": result.stopped_for_collapse, "rng": rng_state(),
-                  "precision": result.precision, "seconds": earlier_seconds + time.perf_counter() - started})
+                  "precision": result.precision, "seconds": result.earlier_seconds + time.perf_counter() - started})
 
     if settings.evaluate_first and not result.history:
         evaluation(0)
@@ -253,5 +255,5 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
     best.restore(model)
     model.eval()
     result.best = next((e for e in result.history if e.step == best.at), None)
-    result.steps, result.seconds = done, earlier_seconds + time.perf_counter() - started
+    result.steps, result.seconds = done, result.earlier_seconds + time.perf_counter() - started
     return result
