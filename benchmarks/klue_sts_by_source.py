@@ -6,7 +6,8 @@ KLUE-STS mixes three sources (Airbnb reviews, policy news, ParaKQC smart-device 
 with round-trip-translated pairs (``-rtt``: mostly paraphrases) and sampled pairs (``-sampled``: mostly
 different sentences on one topic). The overall Spearman hides which source a model gets wrong; this script
 scores each source and each of its halves. Each --model is a sentence-model folder or a baseline name that
-`kalbert bench run` takes. Writes benchmarks/results/klue_sts_by_source.{json,md}.
+`kalbert bench run` takes. Writes benchmarks/results/klue_sts_by_source.{json,md}, or NAME.{json,md} with
+--name, so that a run on a machine without an earlier run's folders keeps that run's files.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", required=True, help="sentence-model folder or baseline name")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--name", default=NAME, help=f"results file stem under benchmarks/results (default: {NAME})")
     args = parser.parse_args()
     (path,) = data_path("klue-sts", "dev")
     rows = json.loads(path.read_text(encoding="utf-8"))
@@ -66,7 +68,7 @@ def main() -> None:
               "load_average_before": load_before, "load_average_after": os.getloadavg(),
               "hardware": hardware_block()}
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_json(RESULTS / f"{NAME}.json", report)
+    atomic_write_json(RESULTS / f"{args.name}.json", report)
     table = ["| model | " + " | ".join(f"{name} ({len(idx)})" for name, idx in groups.items()) + " |",
              "|---|" + "---:|" * len(groups)]
     table += [f"| {model} | " + " | ".join(f"{value:.2f}" for value in by_group.values()) + " |"
@@ -76,7 +78,7 @@ def main() -> None:
         f"Cosine Spearman x100 on KLUE-STS dev (519 pairs; pairs per group in brackets), "
         f"{describe_cpu(report['hardware'])}; load average before/after: {load_before[0]:.2f} / "
         f"{report['load_average_after'][0]:.2f}.", "", *table, ""])
-    atomic_write_text(RESULTS / f"{NAME}.md", text)
+    atomic_write_text(RESULTS / f"{args.name}.md", text)
     print(text)
 
 

@@ -90,8 +90,8 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
     assert (vocab.lang, vocab.vocab_size, vocab.seed) == ("ko+zh", 48000, 13)
     folder = ROOT / "models/sbert-ko-zh-small"
     sts = config_from_args(build_parser().parse_args(["sbert", "sts", "--config", str(folder)]))
-    assert (sts.model, sts.loop.lr, sts.loop.eval_steps, sts.max_rows) == (
-        "outputs/kd7/mse", 5e-5, 250, 6000)
+    assert (sts.model, sts.loop.lr, sts.loop.eval_steps, sts.max_rows, sts.loop.seed) == (
+        "outputs/stage14/models/sbert-ko-zh-small", 2e-5, 250, 6000, 7)
     assert sts.pair_loss == "graded"
     distill = config_from_args(build_parser().parse_args(["sbert", "distill", "--config", str(folder)]))
     assert (distill.loss, distill.loop.max_steps, distill.learn_source) == ("mse", 1000, True)
