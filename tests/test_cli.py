@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kalbert.cli.main import main
+from kalbert.cli.main import build_parser, main
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -58,3 +58,14 @@ def test_inspect_reads_plain_text_files(ko_vocab, tmp_path, capsys):
     sentences.write_text("배우들의 연기도 좋았다.\n영화가 재미있었다.\n", encoding="utf-8")
     assert main(["vocab", "inspect", str(ko_vocab), "--eval", str(sentences), "--json"]) == 0
     assert '"sentences": 2' in capsys.readouterr().out
+
+
+def test_zero_is_taken_only_where_a_setting_says_what_it_means(capsys):
+    parser = build_parser(["teacher", "export"])
+    args = parser.parse_args(["teacher", "export", "--check-sentences", "0"])  # "(0: no check)"
+    assert args.check_sentences == 0
+    for argv in (["teacher", "export", "--check-sentences", "-1"], ["mc", "train", "--epochs", "0"]):
+        with pytest.raises(SystemExit) as exited:
+            build_parser(argv).parse_args(argv)
+        assert exited.value.code == 2
+        assert "positive integer, got" in capsys.readouterr().err

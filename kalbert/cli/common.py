@@ -29,11 +29,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text}")
+    return value
+
+
 def _value_parser(setting: Setting):
-    """int settings must be positive unless 0 is their default (0: all cores, every epoch) or a seed."""
-    if setting.scalar is int and setting.default != 0 and setting.name != "seed":
-        return positive_int
-    return setting.scalar
+    """int settings must be positive unless 0 means something: their default is 0 or their doc says what 0
+    does ("(0: no check)"); seeds take any integer."""
+    if setting.scalar is not int or setting.name == "seed":
+        return setting.scalar
+    return non_negative_int if setting.default == 0 or "(0:" in setting.doc else positive_int
 
 
 def _help(setting: Setting) -> str:
