@@ -91,18 +91,19 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
     folder = ROOT / "models/sbert-ko-zh-small"
     sts = config_from_args(build_parser().parse_args(["sbert", "sts", "--config", str(folder)]))
     assert (sts.model, sts.loop.lr, sts.loop.eval_steps, sts.max_rows, sts.loop.seed) == (
-        "outputs/stage14/models/sbert-ko-zh-small", 2e-5, 250, 6000, 7)
+        "outputs/s16/kd", 5e-5, 250, 6000, 42)
     assert sts.pair_loss == "graded"
     distill = config_from_args(build_parser().parse_args(["sbert", "distill", "--config", str(folder)]))
-    assert (distill.loss, distill.loop.max_steps, distill.learn_source) == ("mse", 1000, True)
+    assert (distill.loss, distill.loop.max_steps, distill.max_sentences, distill.learn_source) == (
+        "mse", None, 100000, True)
 
 
 def test_rendered_command_parses_back_to_the_same_config():
     args = build_parser().parse_args(["sbert", "distill", "--config", str(ROOT / "models/sbert-ko-zh-small")])
     config = config_from_args(args)
     command = render_command("kalbert sbert distill", config)
-    assert "--loss mse" in command and "--epochs 1.0" in command and "--batch-size 192" in command
-    assert "--max-steps 1000" in command and "--pooling" not in command  # set values render, defaults do not
+    assert "--loss mse" in command and "--epochs 1.0" in command and "--batch-size 128" in command
+    assert "--max-sentences 100000" in command and "--pooling" not in command  # set values render, defaults do not
     again = config_from_args(build_parser().parse_args(shlex.split(command)[1:]))
     assert again == config
 
