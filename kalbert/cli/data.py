@@ -1,4 +1,5 @@
-"""`kalbert data list|build`: the data sets kalbert knows, and pretraining instances built from corpora."""
+"""`kalbert data list|build|questions`: the data sets kalbert knows, pretraining instances built from corpora,
+and training-split questions written as a corpus."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def register(nouns) -> None:
     add_config_arguments(build, DataBuildConfig)
     add_overwrite(build)
 
+    questions = add_verb(
+        verbs,
+        "questions",
+        "write the questions of QA and BoolQ training splits as a corpus file (for `kalbert sbert mine`)",
+        "kalbert data questions --sets korquad kobest-boolq --out outputs/ko-questions.txt",
+        _questions,
+    )
+    questions.add_argument("--sets", nargs="+", required=True, metavar="SET[:SPLIT]",
+                           help="QA sets (korquad, cmrc2018, drcd) or kobest-boolq; the split defaults to train")
+    questions.add_argument("--out", required=True, help="output .txt corpus file, one question per document")
+    questions.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+
 
 def _list(args: argparse.Namespace) -> int:
     from kalbert.data import describe_datasets
@@ -38,6 +51,15 @@ def _list(args: argparse.Namespace) -> int:
         state = "found" if row["found"] else "MISSING"
         splits = ",".join(row["splits"])
         print(f"{row['name']:<{width}}  {row['kind']:<8} {row['lang']:<9} {state:<8} {splits:<22} {row['url']}")
+    return 0
+
+
+def _questions(args: argparse.Namespace) -> int:
+    from kalbert.data.questions import write_questions
+
+    count = write_questions(args.sets, args.out, overwrite=args.overwrite)
+    print(f"questions: {args.out} ({count:,} distinct questions from {', '.join(args.sets)})")
+    print(f"  grade pairs of them with: kalbert sbert mine --corpus {args.out} ...")
     return 0
 
 
