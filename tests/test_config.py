@@ -91,7 +91,7 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
     folder = ROOT / "models/sbert-ko-zh-small"
     sts = config_from_args(build_parser().parse_args(["sbert", "sts", "--config", str(folder)]))
     assert (sts.model, sts.loop.lr, sts.loop.eval_steps, sts.max_rows, sts.loop.seed) == (
-        "outputs/s16/kd", 5e-5, 250, 6000, 42)
+        "outputs/s16/soup", 2e-5, 250, 6000, 42)
     assert sts.pair_loss == "graded"
     distill = config_from_args(build_parser().parse_args(["sbert", "distill", "--config", str(folder)]))
     assert (distill.loss, distill.loop.max_steps, distill.max_sentences, distill.learn_source) == (
