@@ -24,9 +24,6 @@ def test_questions_come_from_train_parts_only():
     train = {e.question.strip() for e in load_qa("korquad", "train")}
     train |= {e.question.strip() for e in load_boolq("kobest-boolq", "train")}
     assert set(questions) == train and len(questions) == len(set(questions))
-    scored = {e.question.strip() for e in load_qa("korquad", "test")}
-    scored |= {e.question.strip() for e in load_boolq("kobest-boolq", "test")}
-    assert not (set(questions) & scored - train)  # a test question is never written unless a train one reads alike
 
 
 @pytest.mark.parametrize(("ref", "says"), [("korquad:test", "evaluation split"), ("afqmc", "holds no questions"),
