@@ -12,7 +12,7 @@ from pathlib import Path
 from kalbert.data.loaders import load_boolq, load_qa
 from kalbert.data.registry import get_spec, training_split
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_text
+from kalbert.io import atomic_write_text, refuse_existing_output
 
 QUESTION_SETS = ("qa", "pairs")
 BOOLQ = "kobest-boolq"
@@ -37,9 +37,7 @@ def training_questions(refs: list[str]) -> list[str]:
 def write_questions(refs: list[str], out: str | Path, overwrite: bool = False) -> int:
     """Write the questions one per document (a blank line between them, so a corpus filter that drops a
     document drops one question); returns how many."""
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise KalbertError(f"{out} exists", "pass --overwrite to replace it, or choose another --out")
+    refuse_existing_output(out, overwrite)
     questions = training_questions(refs)
     atomic_write_text(out, "\n\n".join(questions) + "\n")
     return len(questions)
