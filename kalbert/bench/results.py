@@ -148,6 +148,11 @@ def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | 
         raise KalbertError(f"{path} is a damaged {FORMAT} file ({exc})", regenerate) from None
 
 
+def _start(config: dict[str, Any]) -> str:
+    """The folder a fine-tuning run started from; for `kalbert mc average`, the averaged folders."""
+    return config["model"] if "model" in config else " + ".join(config["models"])
+
+
 def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, note: str,
                        metrics: dict[str, float], extra: dict[str, Any]) -> ResultsFile:
     """A fine-tuning summary (`kalbert mc train`, `kalbert qa train`) as a results file, one record per metric."""
@@ -164,7 +169,7 @@ def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, n
         model_kind="kalbert",
         command=command,
         results=[{**common, "metric": metric, "value": value} for metric, value in metrics.items()],
-        model_path=summary["config"]["model"],
+        model_path=_start(summary["config"]),
         settings=summary["config"],
         wall_seconds=summary["wall_seconds"],
         note=note,

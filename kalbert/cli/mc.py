@@ -22,6 +22,7 @@ HELP = "multiple choice: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predic
 def register(nouns) -> None:
     from kalbert.tasks import MCTrainConfig
     from kalbert.tasks.idiom_cloze import ClozeConfig
+    from kalbert.tasks.mc_average import MCAverageConfig
 
     parser = nouns.add_parser("mc", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -51,6 +52,18 @@ def register(nouns) -> None:
     )
     add_config_arguments(cloze, ClozeConfig)
     add_overwrite(cloze)
+
+    average = add_verb(
+        verbs,
+        "average",
+        "average the weights of runs fine-tuned from one starting model (a model soup); measured on dev and test",
+        "kalbert mc average --models outputs/mc-copa-lr2e-5 outputs/mc-copa-lr3e-5 --out outputs/mc-copa-soup "
+        "--results benchmarks/results/mc_kobest-copa_soup.json",
+        _average,
+    )
+    add_config_arguments(average, MCAverageConfig)
+    add_results_arguments(average)
+    add_overwrite(average)
 
     predict = add_verb(
         verbs,
@@ -86,6 +99,28 @@ def _train(args: argparse.Namespace) -> int:
     if args.results:
         name = args.name or Path(config.model).resolve().name
         command = results_command("kalbert mc train", args, config)
+        write_results(args.results, mc_results(summary, name, command, args.note))
+        print(f"wrote {args.results}")
+    return 0
+
+
+def _average(args: argparse.Namespace) -> int:
+    from kalbert.bench.results import mc_results, write_results
+    from kalbert.tasks.mc_average import average_mc
+
+    config = config_from_args(args)
+    summary = average_mc(config, overwrite=args.overwrite)
+    report, select = summary["report"], summary["select"]
+    subset = f", first {report['n']} of {report['n_split']}" if report["subset"] else ""
+    measured = f"; {select['accuracy']:.2f} on {select['split']}" if select["accuracy"] is not None else ""
+    sources = ", ".join(f"{s['select_accuracy']}" for s in summary["sources"])
+    print(f"{summary['task']}: the average of {len(summary['sources'])} runs (their best {select['split']} accuracy: "
+          f"{sources}) scores {report['accuracy']:.2f} on the {report['split']} split "
+          f"(n={report['n']}{subset}){measured}")
+    print(f"wrote {config.out}")
+    if args.results:
+        name = args.name or Path(config.out).resolve().name
+        command = results_command("kalbert mc average", args, config)
         write_results(args.results, mc_results(summary, name, command, args.note))
         print(f"wrote {args.results}")
     return 0

@@ -23,6 +23,7 @@ from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.vocab.files import SPIECE
+from kalbert.weights import average_weight_files, normalised_weights
 
 # files that must be identical in every averaged folder: same modules, same tokenizer
 _SAME_FILES = ("modules.json", SPIECE, "tokenizer.json")
@@ -44,20 +45,6 @@ class AverageConfig:
     """Sentences per batch when measuring."""
 
 
-def _normalised_weights(config: AverageConfig) -> list[float]:
-    if len(config.models) < 2:
-        raise KalbertError("averaging needs at least two models", "pass --models A B [C ...]")
-    if not config.weights:
-        return [1.0 / len(config.models)] * len(config.models)
-    if len(config.weights) != len(config.models):
-        raise KalbertError(f"{len(config.weights)} weights for {len(config.models)} models",
-                           "give one --weights value per model, or none for equal weights")
-    if any(w < 0 for w in config.weights) or sum(config.weights) <= 0:
-        raise KalbertError("weights must be non-negative with a positive sum", "e.g. --weights 0.5 0.5")
-    total = sum(config.weights)
-    return [w / total for w in config.weights]
-
-
 def _check_same_shape(folders: list[Path]) -> None:
     """Refuse folders that are not sentence models or differ in modules or tokenizer."""
     for folder in folders:
@@ -73,28 +60,6 @@ def _check_same_shape(folders: list[Path]) -> None:
                                    "only models with the same modules and tokenizer can be averaged")
 
 
-def average_state_dicts(state_dicts: list[dict], weights: list[float], names: list[str]) -> dict:
-    """The weighted mean of each floating-point tensor, in float32; the tensors must match in name and shape."""
-    reference = state_dicts[0]
-    for state, name in zip(state_dicts[1:], names[1:], strict=True):
-        if state.keys() != reference.keys():
-            differing = sorted(state.keys() ^ reference.keys())
-            raise KalbertError(f"{name} and {names[0]} differ in their weights ({differing[0]}, ...)",
-                               "only models of the same architecture can be averaged")
-        for key, tensor in state.items():
-            if tensor.shape != reference[key].shape:
-                raise KalbertError(f"{name} and {names[0]} differ in the shape of {key}",
-                                   "only models of the same shape can be averaged")
-    averaged = {}
-    for key, tensor in reference.items():
-        if tensor.is_floating_point():
-            weighted = (w * state[key].float() for w, state in zip(weights, state_dicts, strict=True))
-            averaged[key] = sum(weighted).contiguous()
-        else:
-            averaged[key] = tensor.clone()
-    return averaged
-
-
 @dataclass
 class AverageResult:
     out: Path
@@ -104,30 +69,19 @@ class AverageResult:
 
 def average_models(config: AverageConfig, overwrite: bool = False) -> AverageResult:
     """Write the weighted mean of ``config.models`` to ``config.out``; return the folder and its scores."""
-    from safetensors.torch import load_file, save_file
     from sentence_transformers import SentenceTransformer
 
     for ref in config.eval:
         parse_sts_ref(ref)  # fail before any work
     started = time.perf_counter()
-    weights = _normalised_weights(config)
+    weights = normalised_weights(config.models, config.weights)
     folders = [Path(m).expanduser() for m in config.models]
     _check_same_shape(folders)
     for folder in folders:
         refuse_trained_on(folder, config.eval, "--eval")
-    files = sorted(p.relative_to(folders[0]) for p in folders[0].rglob("*.safetensors"))
-    if not files:
-        raise KalbertError(f"{folders[0]} has no .safetensors weights", "re-save it with sentence-transformers")
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(folders[0], tmp, dirs_exist_ok=True)
-        for relative in files:
-            missing = [str(f) for f in folders if not (f / relative).is_file()]
-            if missing:
-                raise KalbertError(f"{missing[0]} has no {relative}", "only models of the same architecture "
-                                   "can be averaged")
-            states = [load_file(f / relative) for f in folders]
-            save_file(average_state_dicts(states, weights, [str(f) for f in folders]), tmp / relative,
-                      metadata={"format": "pt"})
+        average_weight_files(folders, weights, tmp)
         for stale in ("onnx", "training_log.json"):  # they belong to the first model, not to the average
             path = tmp / stale
             if path.is_dir():

@@ -121,7 +121,8 @@ def format_choices(example: MCExample) -> list[tuple[str, str]]:
     return [(context, choice) for choice in example.choices]
 
 
-def _load(path: Path):
+def load_mc_model(path: Path):
+    """The tokenizer and ...ForMultipleChoice model of a folder."""
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
     try:
@@ -155,16 +156,17 @@ def _choice_logits(model, tokenizer, examples: Sequence[MCExample], max_length: 
     return logits.masked_fill(~torch.tensor(valid, device=logits.device), float("-inf"))
 
 
-def _accuracy(model, tokenizer, examples: list[MCExample], config: MCTrainConfig, desc: str) -> float:
+def mc_accuracy(model, tokenizer, examples: list[MCExample], batch_size: int, max_seq_length: int, desc: str
+                ) -> float:
     """Accuracy x100, in the precision the caller's autocast sets."""
     import torch
 
     model.eval()
     correct = 0
     with torch.no_grad():
-        for start in tqdm(range(0, len(examples), config.batch_size), desc=desc, leave=False, unit="batch"):
-            chunk = examples[start : start + config.batch_size]
-            logits = _choice_logits(model, tokenizer, chunk, config.max_seq_length)
+        for start in tqdm(range(0, len(examples), batch_size), desc=desc, leave=False, unit="batch"):
+            chunk = examples[start : start + batch_size]
+            logits = _choice_logits(model, tokenizer, chunk, max_seq_length)
             correct += sum(int(p) == e.label for p, e in zip(logits.argmax(-1), chunk, strict=True))
     return 100.0 * correct / len(examples)
 
@@ -181,7 +183,8 @@ def _check_extra(path: str, examples: list[MCExample]) -> dict[str, Any]:
     return {"file": str(path), "examples": len(examples), "sha256": sha256_file(path)}
 
 
-def _examples(task: str, split: str, limit: int | None) -> list[MCExample]:
+def task_examples(task: str, split: str, limit: int | None) -> list[MCExample]:
+    """A split of a multiple-choice task, its first ``limit`` examples when given."""
     examples = load_mc(task, split)
     return examples[:limit] if limit else examples
 
@@ -204,14 +207,14 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     extra_meta = _check_extra(config.extra_train, extra) if config.extra_train else None
     run = RunFolder.open(config.out, asdict(config))
     started = time.perf_counter()
-    train = _examples(config.task, splits.train, config.max_rows) + (extra[: config.max_rows] if config.max_rows
+    train = task_examples(config.task, splits.train, config.max_rows) + (extra[: config.max_rows] if config.max_rows
                                                                      else extra)
-    select = _examples(config.task, splits.select, config.max_eval_rows) if splits.select else []
+    select = task_examples(config.task, splits.select, config.max_eval_rows) if splits.select else []
     report_all = load_mc(config.task, splits.report)
     report = report_all[: config.max_eval_rows] if config.max_eval_rows else report_all
 
     torch.manual_seed(config.seed)
-    tokenizer, model = _load(model_path)
+    tokenizer, model = load_mc_model(model_path)
 
     def step(rows: list[int]) -> torch.Tensor:
         chunk = [train[i] for i in rows]
@@ -219,14 +222,14 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         return torch.nn.functional.cross_entropy(_choice_logits(model, tokenizer, chunk, config.max_seq_length), labels)
 
     def evaluate() -> tuple[float, dict[str, float]]:
-        accuracy = round(_accuracy(model, tokenizer, select, config, "select"), 4)
+        accuracy = round(mc_accuracy(model, tokenizer, select, config.batch_size, config.max_seq_length, "select"), 4)
         return accuracy, {"select_accuracy": accuracy}
 
     # without a selection split every epoch is only logged and the last one is kept
     result = train_loop(model, lambda rng: shuffled_batches(len(train), config.batch_size, rng), step,
                         evaluate if select else None, LoopSettings.of(config), run)
     with result.autocast():
-        accuracy = _accuracy(model, tokenizer, report, config, "report")
+        accuracy = mc_accuracy(model, tokenizer, report, config.batch_size, config.max_seq_length, "report")
     summary = {
         "stage": "mc",
         "kind": Kind.MC_MODEL,
@@ -299,7 +302,7 @@ def predict_mc(
     path = check_encoder(model_dir, "multiple-choice prediction")
     if len(choices) < 2:
         raise KalbertError("give at least two choices")
-    tokenizer, model = _load(path)
+    tokenizer, model = load_mc_model(path)
     model.eval()
     example = MCExample(context, question, tuple(choices), 0, "input")
     with torch.no_grad():
