@@ -82,8 +82,19 @@ def register(nouns) -> None:
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
 
-def _train(args: argparse.Namespace) -> int:
+def _written(args: argparse.Namespace, config, summary: dict, verb: str, named_after: Path) -> int:
+    """Say where the model went and, with --results, write its results file (named after ``named_after``)."""
     from kalbert.bench.results import mc_results, write_results
+
+    print(f"wrote {config.out}")
+    if args.results:
+        name = args.name or named_after.resolve().name
+        write_results(args.results, mc_results(summary, name, results_command(verb, args, config), args.note))
+        print(f"wrote {args.results}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
     from kalbert.tasks import train_mc
 
     config = config_from_args(args)
@@ -95,17 +106,10 @@ def _train(args: argparse.Namespace) -> int:
         f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on "
         f"{summary['splits']['select'] or 'nothing: last epoch kept'})"
     )
-    print(f"wrote {config.out}")
-    if args.results:
-        name = args.name or Path(config.model).resolve().name
-        command = results_command("kalbert mc train", args, config)
-        write_results(args.results, mc_results(summary, name, command, args.note))
-        print(f"wrote {args.results}")
-    return 0
+    return _written(args, config, summary, "kalbert mc train", Path(config.model))
 
 
 def _average(args: argparse.Namespace) -> int:
-    from kalbert.bench.results import mc_results, write_results
     from kalbert.tasks.mc_average import average_mc
 
     config = config_from_args(args)
@@ -117,13 +121,7 @@ def _average(args: argparse.Namespace) -> int:
     print(f"{summary['task']}: the average of {len(summary['sources'])} runs (their best {select['split']} accuracy: "
           f"{sources}) scores {report['accuracy']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}){measured}")
-    print(f"wrote {config.out}")
-    if args.results:
-        name = args.name or Path(config.out).resolve().name
-        command = results_command("kalbert mc average", args, config)
-        write_results(args.results, mc_results(summary, name, command, args.note))
-        print(f"wrote {args.results}")
-    return 0
+    return _written(args, config, summary, "kalbert mc average", Path(config.out))
 
 
 def _cloze(args: argparse.Namespace) -> int:

@@ -1,9 +1,10 @@
 """Weight averaging ("model soup") of multiple-choice models fine-tuned from one starting point.
 
-Runs of one task from the same start and seed (so the same initial head) at different learning rates end in
-nearby weights; their parameter-wise mean is often better than any of them on held-out questions and costs
-nothing at inference. The average is measured on the task's selection split (dev) as well as its report split,
-so dev can choose between it and its sources as it chooses between runs.
+Runs of one task from the same start and seed (so the same initial head) can end near enough to one another
+that their parameter-wise mean beats each of them, at no cost at inference; runs that drift apart average into
+a worse model (C3 at three learning rates did: docs/qa-and-mc.md). So the average is measured on the task's
+selection split (dev) as well as its report split, and dev chooses between it and its sources as it chooses
+between runs.
 """
 
 from __future__ import annotations
@@ -68,8 +69,6 @@ def _best_select_accuracy(folder: Path) -> float | None:
 def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, Any]:
     """Write the weighted mean of ``config.models`` to ``config.out``, measure it on the task's selection and
     report splits, and return the summary also written to ``out/kalbert.json``."""
-    import torch
-
     started = time.perf_counter()
     weights = normalised_weights(config.models, config.weights)
     folders = [Path(m).expanduser() for m in config.models]
@@ -87,7 +86,7 @@ def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, An
         average_weight_files(folders, weights, tmp)
         tokenizer, model = load_mc_model(tmp)
         model.to(device)
-        with autocast(device, bf16), torch.no_grad():
+        with autocast(device, bf16):
             select_accuracy = (mc_accuracy(model, tokenizer, select, config.batch_size, max_seq_length, "select")
                                if select else None)
             accuracy = mc_accuracy(model, tokenizer, report, config.batch_size, max_seq_length, "report")
