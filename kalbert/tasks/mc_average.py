@@ -49,20 +49,22 @@ class MCAverageConfig:
     """auto: bf16 autocast where the hardware has native bf16, else fp32; fp32 or bf16 to force one"""
 
 
-def _run_settings(folders: list[Path]) -> list[dict[str, Any]]:
-    """Each source's training config; refused unless all are multiple-choice runs that share ``_SHARED``."""
-    configs = [read_meta(folder, expect=Kind.MC_MODEL).get("config") or {} for folder in folders]
+def _run_records(folders: list[Path]) -> list[dict[str, Any]]:
+    """Each source's record; refused unless all are multiple-choice runs whose configs share ``_SHARED``."""
+    records = [read_meta(folder, expect=Kind.MC_MODEL) for folder in folders]
+    for folder, record in zip(folders, records, strict=True):
+        if "models" in (record.get("config") or {}):
+            raise KalbertError(f"{folder} is itself an average", "average the runs it was made from")
     for key in _SHARED:
-        values = {str(config.get(key)) for config in configs}
+        values = {str((record.get("config") or {}).get(key)) for record in records}
         if len(values) > 1:
             raise KalbertError(f"the models differ in {key} ({', '.join(sorted(values))})",
                                "average runs of one task from one starting model at one --max-seq-length")
-    return configs
+    return records
 
 
-def _best_select_accuracy(folder: Path) -> float | None:
-    history = read_meta(folder).get("history") or []
-    scores = [entry["select_accuracy"] for entry in history if "select_accuracy" in entry]
+def _best_select_accuracy(record: dict[str, Any]) -> float | None:
+    scores = [entry["select_accuracy"] for entry in record.get("history") or [] if "select_accuracy" in entry]
     return max(scores) if scores else None
 
 
@@ -72,9 +74,9 @@ def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, An
     started = time.perf_counter()
     weights = normalised_weights(config.models, config.weights)
     folders = [Path(m).expanduser() for m in config.models]
-    run_configs = _run_settings(folders)
+    records = _run_records(folders)
     refuse_existing_output(config.out, overwrite)
-    task, max_seq_length = run_configs[0]["task"], run_configs[0]["max_seq_length"]
+    task, max_seq_length = records[0]["config"]["task"], records[0]["config"]["max_seq_length"]
     splits = MC_TASKS[task]
     select = task_examples(task, splits.select, config.max_eval_rows) if splits.select else []
     report_all = task_examples(task, splits.report, None)
@@ -99,9 +101,9 @@ def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, An
             "model_type": model.config.model_type,
             "config": {**asdict(config), "weights": weights},
             "splits": asdict(splits),
-            "sources": [{"path": str(folder), "lr": run.get("lr"), "seed": run.get("seed"),
-                         "select_accuracy": _best_select_accuracy(folder)}
-                        for folder, run in zip(folders, run_configs, strict=True)],
+            "sources": [{"path": str(folder), "lr": record["config"].get("lr"), "seed": record["config"].get("seed"),
+                         "select_accuracy": _best_select_accuracy(record)}
+                        for folder, record in zip(folders, records, strict=True)],
             "select": {"split": splits.select,
                        "accuracy": round(select_accuracy, 4) if select_accuracy is not None else None,
                        "n": len(select)},

@@ -72,3 +72,12 @@ def test_runs_of_other_tasks_single_runs_and_other_folders_are_refused(copa_runs
     assert "at least two models" in refused(str(copa_runs["low"]))
     assert "is not a multiple choice folder" in refused(str(copa_runs["low"]), str(tiny_mc_albert))
     assert not (tmp_path / "x").exists()
+
+
+def test_an_average_is_not_averaged_again(copa_runs, tmp_path, capsys):
+    soup = tmp_path / "soup"
+    assert main(["mc", "average", "--models", str(copa_runs["low"]), str(copa_runs["high"]), "--max-eval-rows", "4",
+                 "--precision", "fp32", "--out", str(soup)]) == 0
+    capsys.readouterr()
+    assert main(["mc", "average", "--models", str(soup), str(copa_runs["low"]), "--out", str(tmp_path / "x")]) == 2
+    assert "is itself an average" in capsys.readouterr().err
