@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,6 +284,20 @@ def load_graded(name: str, split: str, root: str | Path | None = None) -> list[t
 def load_nli(name: str, split: str, root: str | Path | None = None) -> list[NLIPair]:
     """Premise/hypothesis pairs; rows without a gold label are left out."""
     return _load(name, split, root, _NLI_READERS, "load_nli")
+
+
+def load_nli_triplets(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, str | None]]:
+    """(premise, entailed hypothesis, a contradicted hypothesis of the same premise or None) rows: what
+    in-batch-negative losses read from an NLI set, the contradiction being the hard negative."""
+    by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for pair in load_nli(name, split, root):
+        by_premise[pair.premise][pair.label].append(pair.hypothesis)
+    rows = []
+    for premise, hypotheses in by_premise.items():
+        negatives = hypotheses["contradiction"]
+        rows += [(premise, positive, negatives[i % len(negatives)] if negatives else None)
+                 for i, positive in enumerate(hypotheses["entailment"])]
+    return rows
 
 
 def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:

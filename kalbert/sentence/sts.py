@@ -13,7 +13,6 @@ are what is saved.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,7 +21,7 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
-from kalbert.data import get_spec, load_graded, load_nli, load_pairs, training_split
+from kalbert.data import get_spec, load_graded, load_nli_triplets, load_pairs, training_split
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
@@ -124,20 +123,10 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     if kind == "pairs":
-        rows = [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]
-        groups = {2: rows}
+        groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
-        by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for pair in load_nli(name, split):
-            by_premise[pair.premise][pair.label].append(pair.hypothesis)
-        groups = {2: [], 3: []}
-        for premise, hyps in by_premise.items():
-            for i, positive in enumerate(hyps["entailment"]):
-                negatives = hyps["contradiction"]
-                if negatives:
-                    groups[3].append((premise, positive, negatives[i % len(negatives)]))
-                else:
-                    groups[2].append((premise, positive))
+        triplets = load_nli_triplets(name, split)
+        groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
     loss = MultipleNegativesRankingLoss(model)
     tasks = []
     for width, rows in groups.items():

@@ -1,5 +1,6 @@
-"""`kalbert static train`: piece vectors fitted to the teacher's corpus sentence vectors (and STS pairs with
-CoSENT) lower the held-out loss, keep the folder format, train Matryoshka prefixes and refuse bad input."""
+"""`kalbert static train`: piece vectors fitted to the teacher's corpus sentence vectors (and pair sets: graded
+ones with CoSENT, NLI and parallel ones with in-batch negatives) lower the held-out loss, keep the folder
+format, train Matryoshka prefixes and refuse bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ import torch
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.static.model import load_static_model
-from kalbert.static.train import PairBatches, StaticTrainConfig, cosent_loss, target_loss, train_static
+from kalbert.static.train import (
+    GradedPairs,
+    PairBatches,
+    StaticTrainConfig,
+    cosent_loss,
+    ranking_loss,
+    target_loss,
+    train_static,
+    translation_pairs,
+)
 
 
 def _config(static_init, teacher_folder, tmp_path, **changes) -> StaticTrainConfig:
@@ -66,11 +76,42 @@ def test_cosent_loss_rewards_the_gold_order():
     assert cosent_loss(left, right, torch.tensor([0.0, 0.5, 1.0]), [2]) > 10
 
 
+def test_ranking_loss_rewards_each_anchor_its_own_positive():
+    anchors = torch.eye(3)
+    assert ranking_loss(anchors, anchors.clone(), anchors[:0], [3]) < 1e-6
+    assert ranking_loss(anchors, anchors.roll(1, 0), anchors[:0], [3]) > 10
+    hard = torch.tensor([[1.0, 0.01, 0.0]])  # a negative as near the first anchor as its positive
+    assert ranking_loss(anchors, anchors.clone(), hard, [3]) > ranking_loss(anchors, anchors.clone(), anchors[:0], [3])
+
+
+def test_nli_sets_train_with_in_batch_negatives_beside_graded_ones(static_init, teacher, korsts, tmp_path):
+    out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korsts", "kornli:dev"], eval=["korsts:dev"],
+                                  sts_epochs=1, batch_size=256))
+    stage = json.loads((out / "kalbert.json").read_text())["stages"][-1]
+    assert stage["korsts:train_pairs"] > 0 and 0 < stage["kornli:dev_pairs"] < 2490
+    trained, initial = load_static_model(out)[0], load_static_model(static_init)[0]
+    assert not np.allclose(trained.vectors, initial.vectors)
+    with pytest.raises(KalbertError, match="evaluation split"):
+        train_static(_config(static_init, teacher, tmp_path, sts=["kornli:test"], eval=["korsts:dev"],
+                             out=str(tmp_path / "refused")))
+
+
+def test_parallel_sets_pair_each_two_of_the_model_languages(korsts):
+    pairs = translation_pairs("parallel-stsb-train", ["ko", "zh"])
+    assert len(pairs) > 10_000 and pairs.negatives == [None] * len(pairs)
+    hangul = [any("\uac00" <= c <= "\ud7a3" for c in text) for text in (pairs.anchors[0], pairs.positives[0])]
+    assert hangul == [True, False]
+    with pytest.raises(KalbertError, match="this static model reads ko"):
+        translation_pairs("parallel-stsb-train", ["ko"])
+    with pytest.raises(KalbertError, match="evaluation split"):
+        translation_pairs("parallel-xnli-test", ["ko", "zh"])
+
+
 def test_cosent_stage_on_sts_train_splits_only(static_init, teacher, korsts, tmp_path):
     out, best = train_static(_config(static_init, teacher, tmp_path, sts=["korsts"], eval=["korsts:dev"],
                                      sts_epochs=1, batch_size=256))
     history = json.loads((out / "training_log.json").read_text())["history"]
-    assert [r["stage"] for r in history] == ["init", "cosent"]
+    assert [r["stage"] for r in history] == ["init", "pairs"]
     assert "korsts:dev" in best and json.loads((out / "kalbert.json").read_text())["stages"][-1]["korsts:train_pairs"]
     for reported in ("korsts:test", "klue-sts:dev"):
         with pytest.raises(KalbertError, match="evaluation split"):
@@ -94,8 +135,8 @@ def test_cosent_stage_on_a_graded_pairs_file(static_init, teacher, korsts, tmp_p
 
 def test_pair_batches_cover_every_pair_once_and_never_mix_sets(static_init):
     static, _ = load_static_model(static_init)
-    sets = [("a:train", ["좋다"] * 5, ["싫다"] * 5, np.linspace(0, 1, 5, dtype=np.float32)),
-            ("b:train", ["영화"] * 3, ["배우"] * 3, np.ones(3, dtype=np.float32))]
+    sets = [GradedPairs("a:train", ["좋다"] * 5, ["싫다"] * 5, np.linspace(0, 1, 5, dtype=np.float32)),
+            GradedPairs("b:train", ["영화"] * 3, ["배우"] * 3, np.ones(3, dtype=np.float32))]
     mixed = PairBatches(static, sets, batch_size=2)
     assert len(mixed) == 3 + 2
     covered = {(index, int(row)) for index, rows in mixed.batches for row in rows}
@@ -107,7 +148,7 @@ def test_sts_sets_train_as_one_stage_after_the_corpus(static_init, teacher, ko_c
                      eval=["korsts:dev"], sts_epochs=1, batch_size=256)
     out, _ = train_static(config)
     history = json.loads((out / "training_log.json").read_text())["history"]
-    assert [r["stage"] for r in history] == ["init", "corpus", "cosent"]
+    assert [r["stage"] for r in history] == ["init", "corpus", "pairs"]
     stage = json.loads((out / "kalbert.json").read_text())["stages"][-1]
     assert stage["korsts:train_pairs"] > 0 and stage["stsb-zh:train_pairs"] > 0
 
