@@ -76,6 +76,8 @@ def test_registry_names_and_kinds() -> None:
         "kobest-hellaswag", "kobest-boolq", "korquad", "stsb-zh", "stsb-ko-zh", "cnsd-stsb", "afqmc", "lcqmc",
         "pawsx-zh", "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "drcd", "stsb-en", "parallel-stsb-train",
         "parallel-xnli-dev", "parallel-xnli-test", "tatoeba-en-zh", "tatoeba-en-ko", "news-en-ko",
+        "klue-nli", "klue-nli-bt", "parakqc", "question-pair", "cmnli", "csnli", "oppo-xiaobu", "simclue",
+        "chinesests",
     }
     assert set(list_datasets()) == expected
     assert list_datasets("corpus") == ["kowiki", "nsmc", "zh-laws", "zh-clue"]
@@ -93,6 +95,45 @@ def test_every_shared_file_is_registered() -> None:
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} - {"README.md"}
     assert on_disk - registered == set()
     assert registered - on_disk == set()
+
+
+TRAINING_ONLY = ["klue-nli", "klue-nli-bt", "parakqc", "question-pair", "cmnli", "csnli", "oppo-xiaobu", "simclue",
+                 "chinesests"]
+
+
+@pytest.mark.parametrize("name", TRAINING_ONLY)
+def test_training_only_sets_have_one_trainable_split(name: str) -> None:
+    assert list(DATASETS[name].splits) == ["train"] and not DATASETS[name].eval_splits
+    assert_trainable(*parse_ref(name + ":train"))
+
+
+def test_training_only_sets_read_real_files() -> None:
+    need("klue-nli", "train")
+    assert len(load_nli("klue-nli", "train")) == 24_992
+    assert {p.label for p in load_nli("cmnli", "train")} == set(NLI_LABELS)
+    same = load_pairs("question-pair", "train")
+    assert len(same) == 6_750 and sum(p.label for p in same) == 4_663  # the file's 0 = same meaning
+    simclue = load_pairs("simclue", "train")
+    assert len(simclue) == 9_699 + 9_408 + 2 * 9_247
+    assert load_sts("chinesests", "train")[0].score == 5.0
+
+
+def test_paraphrase_groups_become_positive_and_neighbour_negative_pairs(isolated: Path) -> None:
+    rows = "group\ttopic_id\ttype_id\tsentence\n" + "".join(
+        f"{g}\t0\t0\t{text}\n" for g, text in [(0, "메일 언제 와?"), (0, "메일 언제 오니?"), (1, "메일 누가 보냈어?"),
+                                                (1, "누가 메일 보냈니?")])
+    write(isolated / "data" / DATASETS["parakqc"].splits["train"][0], rows)
+    pairs = load_pairs("parakqc", "train", root=isolated / "data")
+    assert LabeledPair("메일 언제 와?", "메일 언제 오니?", 1) in pairs
+    assert LabeledPair("메일 언제 와?", "메일 누가 보냈어?", 0) in pairs
+    assert LabeledPair("누가 메일 보냈니?", "메일 언제 오니?", 0) in pairs
+
+
+def test_backtranslations_are_paraphrase_pairs(isolated: Path) -> None:
+    header = "premise\tpremise_backtranslated\thypothesis\thypothesis_backtranslated\n"
+    write(isolated / "data" / DATASETS["klue-nli-bt"].splits["train"][0], header + "가\t가다\t나\t나다\n")
+    assert load_pairs("klue-nli-bt", "train", root=isolated / "data") == [LabeledPair("가", "가다", 1),
+                                                                           LabeledPair("나", "나다", 1)]
 
 
 @pytest.mark.parametrize("ref", [

@@ -100,8 +100,8 @@ def _sts_file(path: Path) -> list[STSPair]:
         return read_records(path, csv_rows(path), lambda c: _sts(*c))
     if path.suffix == ".txt":  # CNSD: plain tsv, no header
         return read_records(path, tsv_rows(path, header=False), lambda c: _sts(*c))
-    return read_records(path, tsv_rows(path, header=True),  # KorSTS, stsbenchmark.tsv.gz: named columns
-                    lambda r: _sts(r["sentence1"], r["sentence2"], r["score"]))
+    return read_records(path, tsv_rows(path, header=True),  # KorSTS, stsbenchmark, ChineseSTS: named columns
+                    lambda r: _sts(r["sentence1"], r["sentence2"], r.get("score", r.get("score (0-5)"))))
 
 
 def _pair(s1: str, s2: str, label: str) -> LabeledPair:
@@ -200,6 +200,52 @@ def _qa(title: str, context: str, qa: dict[str, Any]) -> QAExample:
     return QAExample(str(qa["id"]), str(title), context, text_value(qa["question"]), texts, starts)
 
 
+def _backtranslation_pairs(path: Path) -> list[LabeledPair]:
+    """Each premise and hypothesis with its back-translation, as a paraphrase pair."""
+    rows = read_records(path, tsv_rows(path, header=True), lambda r: (
+        _pair(r["premise"], r["premise_backtranslated"], "1"),
+        _pair(r["hypothesis"], r["hypothesis_backtranslated"], "1")))
+    return list(dict.fromkeys(pair for row in rows for pair in row))
+
+
+def _paraphrase_group_pairs(path: Path) -> list[LabeledPair]:
+    """paraKQC groups as pairs: each sentence with the next of its group (label 1), and with the sentence at
+    the same place in the next group of the file (label 0): neighbouring groups share a subject and differ in
+    what they ask, so they make hard negatives."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for group, sentence in read_records(path, tsv_rows(path, header=True),
+                                        lambda r: (r["group"], text_value(r["sentence"]))):
+        groups[group].append(sentence)
+    ordered = list(groups.values())
+    pairs = []
+    for g, sentences in enumerate(ordered):
+        neighbour = ordered[(g + 1) % len(ordered)]
+        for i, sentence in enumerate(sentences):
+            pairs.append(LabeledPair(sentence, sentences[(i + 1) % len(sentences)], 1))
+            pairs.append(LabeledPair(sentence, neighbour[i % len(neighbour)], 0))
+    return [pair for pair in pairs if pair.sentence1 != pair.sentence2]
+
+
+def _simclue_pairs(path: Path) -> list[LabeledPair]:
+    """SimCLUE's three sample files: labelled pairs; query/positive pairs (label 1); query/positive/negative
+    triples, as one positive and one negative pair."""
+    if "rank" in path.name:
+        rows = read_records(path, tsv_rows(path, header=True), lambda r: (
+            _pair(r["query"], r["title"], "1"), _pair(r["query"], r["neg_title"], "0")))
+        return [pair for row in rows for pair in row]
+    if "postive" in path.name:
+        return read_records(path, tsv_rows(path, header=True), lambda r: _pair(r["query"], r["title"], "1"))
+    return read_records(path, tsv_rows(path, header=True), lambda r: _pair(r["sentence1"], r["sentence2"], r["label"]))
+
+
+def _named_pairs(path: Path) -> list[LabeledPair]:
+    return read_records(path, tsv_rows(path, header=True), lambda r: _pair(r["sentence1"], r["sentence2"], r["label"]))
+
+
+def _named_nli(path: Path) -> list[NLIPair]:
+    return read_records(path, tsv_rows(path, header=True), lambda r: _nli(r["sentence1"], r["sentence2"], r["label"]))
+
+
 Reader = Callable[[Path], list[T]]
 _PAIR_READERS: dict[str, Reader[LabeledPair]] = {
     "afqmc": lambda p: read_records(p, tsv_rows(p, header=False), lambda c: _pair(*c)),
@@ -208,11 +254,21 @@ _PAIR_READERS: dict[str, Reader[LabeledPair]] = {
     "pawsx-zh": lambda p: read_records(p, tsv_rows(p, header=True),
                                    lambda r: _pair(r["sentence1"], r["sentence2"], r["label"])),
     "kobest-boolq": lambda p: [LabeledPair(e.passage, e.question, int(e.answer)) for e in _boolq_file(p)],
+    "klue-nli-bt": _backtranslation_pairs,
+    "parakqc": _paraphrase_group_pairs,
+    "question-pair": lambda p: read_records(p, tsv_rows(p, header=False), lambda c: _pair(  # 0 = same meaning
+        c[0], c[1], str(1 - int(c[2]))) if c[2].isdigit() else None),
+    "oppo-xiaobu": _named_pairs,
+    "simclue": _simclue_pairs,
 }
 _NLI_READERS: dict[str, Reader[NLIPair]] = {
     "kornli": lambda p: read_records(p, tsv_rows(p, header=True),
                                  lambda r: _nli(r["sentence1"], r["sentence2"], r["gold_label"])),
     "ocnli": lambda p: read_records(p, jsonl_rows(p), lambda r: _nli(r["sentence1"], r["sentence2"], r.get("label"))),
+    "klue-nli": lambda p: read_records(p, tsv_rows(p, header=True),
+                                       lambda r: _nli(r["premise"], r["hypothesis"], r["label"])),
+    "cmnli": _named_nli,
+    "csnli": _named_nli,
 }
 BOOLQ_CHOICES = ("아니요", "예")
 """KoBEST BoolQ's answers as the choices of a two-way multiple choice (False, True)"""

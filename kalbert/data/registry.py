@@ -49,6 +49,7 @@ def _each(pattern: str, *splits: str) -> dict[str, str | tuple[str, ...]]:
 _KOBEST = "https://github.com/SKT-LSL/KoBEST_datarepo"
 _KORNLU = "https://github.com/kakaobrain/KorNLUDatasets"
 _CSTS = "https://github.com/zejunwang1/CSTS"
+_KLUE = "https://github.com/KLUE-benchmark/KLUE"
 _TATOEBA = "https://www.manythings.org/anki/"
 _XNLI = "https://github.com/facebookresearch/XNLI"
 _KORQUAD_DEV = "bench/ko/korquad/KorQuAD_v1.0_dev.json"
@@ -78,7 +79,7 @@ _DATASETS = [
           "STS-B across languages: each KorSTS pair with one sentence swapped for its stsb-zh translation "
           "(the two files are row-aligned), both ways, same score", ["test"]),
     _spec("klue-sts", "sts", "ko", {"dev": "bench/ko/klue-sts/klue-sts-v1.1_dev.json"},
-          "https://github.com/KLUE-benchmark/KLUE", "CC BY-SA 4.0",
+          _KLUE, "CC BY-SA 4.0",
           "KLUE-STS v1.1 dev, score 0-5 (the KLUE test split is hidden)", ["dev"]),
     _spec("kornli", "nli", "ko", _each("bench/ko/kornli/xnli.{}.ko.tsv", "dev", "test"),
           _KORNLU, "CC BY-SA 4.0",
@@ -141,6 +142,39 @@ _DATASETS = [
           "DRCD Chinese extractive QA in Traditional script (SQuAD format); 'all' is its public dev and test "
           "files, which share articles; train/val/test are fixed parts of both by article (QA_CARVES)",
           ["all", "test"]),
+    # Training-only sets (../shared/data README): every row holding a sentence of an evaluation split was
+    # removed before they were added, so they have one split, train, and no evaluation split of their own.
+    _spec("klue-nli", "nli", "ko", {"train": "bench/ko/klue-nli/train.tsv"},
+          _KLUE, "CC BY-SA 4.0",
+          "KLUE-NLI train: 24,992 Korean premise/hypothesis pairs (KLUE-NLI dev rows removed)"),
+    _spec("klue-nli-bt", "pairs", "ko", {"train": "bench/ko/klue-nli/train-backtranslated.tsv"},
+          "https://github.com/hahajjjun/KorNLI-DACON", "CC BY-SA 4.0",
+          "KLUE-NLI train premises and hypotheses beside a machine back-translation of each, as paraphrase "
+          "pairs (label 1; some back-translations change the meaning)"),
+    _spec("parakqc", "pairs", "ko", {"train": "bench/ko/parakqc/paraKQC_v1.filtered.tsv"},
+          "https://github.com/warnikchow/paraKQC", "CC BY-SA 4.0",
+          "paraKQC: 836 groups of 10 Korean paraphrased questions/commands, as pairs: each sentence with the "
+          "next of its group (label 1) and with one of another group on the same topic (label 0)"),
+    _spec("question-pair", "pairs", "ko", {"train": "bench/ko/question-pair/train.tsv"},
+          "https://github.com/songys/Question_pair", "MIT",
+          "Korean question pairs, label 1 = same meaning (the file's is_duplicate 0)"),
+    _spec("cmnli", "nli", "zh", {"train": "bench/zh/cmnli/dev.tsv"},
+          _CSTS, "research use",
+          "CMNLI (MNLI translated to Chinese), its dev file used as training data"),
+    _spec("csnli", "nli", "zh", {"train": "bench/zh/csnli/dev.tsv"},
+          _CSTS, "research use",
+          "Chinese-SNLI, its dev file used as training data"),
+    _spec("oppo-xiaobu", "pairs", "zh", {"train": "bench/zh/oppo-xiaobu/dev.tsv"},
+          _CSTS, "academic use",
+          "OPPO xiaobu dialogue paraphrase pairs (binary), its dev file used as training data"),
+    _spec("simclue", "pairs", "zh", {"train": tuple(f"bench/zh/simclue/train_{part}.tsv"
+                                                    for part in ("pair_1w", "pair_postive_1w", "rank_1w"))},
+          "https://github.com/CLUEbenchmark/SimCLUE", "none stated",
+          "SimCLUE samples: labelled pairs, positive pairs, and query/positive/negative triples (as a positive "
+          "and a negative pair)"),
+    _spec("chinesests", "sts", "zh", {"train": "bench/zh/chinesests/simtrain.tsv"},
+          "https://github.com/IAdmireu/ChineseSTS", "citation requested",
+          "ChineseSTS sentence pairs, scores 0-5 (nearly all 0 or 5)"),
     _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
                                    "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
           "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",
