@@ -11,13 +11,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first, pinned, so that nothing later resolves a CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,onnx,teachers]'
+	$(BIN)/pip install --quiet -e '.[dev,onnx,teachers,search]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/kalbert demo
+	$(BIN)/kalbert recipe run recipes/demo.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q

@@ -21,20 +21,28 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from itertools import chain, islice
 from pathlib import Path
 
 from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
-from kalbert.sentence.search import SearchBuildConfig, SearchIndex, build_index, corpus_sentences
+from kalbert.search.documents import read_documents
+from kalbert.sentence.search import SearchBuildConfig, SearchIndex, build_index
 
 RESULTS = Path(__file__).parent / "results"
+
+
+def _lines(source: str) -> Iterator[str]:
+    """The paragraph lines of a corpus (or the lines of a file), each indexed as one passage."""
+    for document in read_documents([source]):
+        yield from (line for line in document.text.split("\n") if line.strip())
 
 
 def _write_corpus(sources: list[str], sentences: int, sample: int, folder: Path) -> tuple[Path, Path]:
     """The first ``sentences`` sentences of ``sources`` as a text file, and every n-th of them as a second one
     of about ``sample`` sentences (the same mix of short and long)."""
-    lines = list(islice(chain.from_iterable(corpus_sentences(source) for source in sources), sentences))
+    lines = list(islice(chain.from_iterable(_lines(source) for source in sources), sentences))
     if len(lines) < sentences:
         raise SystemExit(f"{', '.join(sources)} hold only {len(lines)} sentences: add --corpus sources")
     full, spread = folder / "corpus.txt", folder / "sample.txt"
@@ -48,7 +56,7 @@ def _build(model: Path, corpus: str, sentences: int, folder: Path) -> dict:
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     index = build_index(SearchBuildConfig(corpus=corpus, out=str(folder), model=str(model),
-                                          max_sentences=sentences))
+                                          max_passages=sentences))
     seconds = time.perf_counter() - started
     return {"model": str(model), "sentences": len(SearchIndex(index)), "seconds": round(seconds, 2),
             "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
@@ -71,7 +79,7 @@ def main() -> None:
         corpus, spread = _write_corpus(args.corpus, args.sentences, args.sample, Path(scratch))
         first = _build(args.model[0], str(corpus), args.sentences, Path(scratch) / "first")
         index = SearchIndex(Path(scratch) / "first")
-        queries = list(islice(corpus_sentences(str(corpus)), args.queries))
+        queries = list(islice(_lines(str(corpus)), args.queries))
         index.query(queries[:1], k=10)  # loads the model
         started = time.perf_counter()
         index.query(queries, k=10)

@@ -43,14 +43,14 @@ def main() -> None:
         "command": f"python benchmarks/sentence_search_korsts.py --model {args.model} --index {args.index}",
         "cli": f'kalbert search query --index {args.index} "{pairs[0].sentence1}" -k {K}',
         "split": "korsts:test", "model": args.model, "corpus_sentences": len(index), "pairs": len(pairs),
-        "min_score": args.min_score, "backend": result.backend,
+        "min_score": args.min_score, "backend": result.engine,
         "recall_at_1": round(sum(r == 1 for r in found) / len(pairs), 4),
         "recall_at_10": round(len(found) / len(pairs), 4), "example": example,
     }
     atomic_write_json(f"{args.out}.json", summary)
     lines = ["# Paraphrase retrieval on KorSTS test", "", f"`{summary['command']}`", "",
              f"{len(pairs)} pairs with gold score >= {args.min_score}; corpus: the {len(index)} distinct "
-             f"korsts:test sentences; backend {result.backend}.", "",
+             f"korsts:test sentences; backend {result.engine}.", "",
              f"- paraphrase at rank 1: {100 * summary['recall_at_1']:.1f}%",
              f"- paraphrase in top {K}: {100 * summary['recall_at_10']:.1f}%", "",
              f"Example: `{summary['cli']}`", ""]

@@ -32,6 +32,7 @@ class Kind(StrEnum):
     TEACHER = "teacher"
     QA_MODEL = "qa"
     MC_MODEL = "multiple-choice"
+    SEARCH_INDEX = "search-index"
 
 
 # The command that makes each kind, for "build one with ..." hints.
@@ -45,7 +46,13 @@ MAKERS = {
     Kind.TEACHER: "kalbert teacher export",
     Kind.QA_MODEL: "kalbert qa train",
     Kind.MC_MODEL: "kalbert mc train",
+    Kind.SEARCH_INDEX: "kalbert search build",
 }
+
+
+def kind_name(kind: str) -> str:
+    """A kind as messages say it: "QA model" for ``qa``, "sentence model" for ``sentence-model``."""
+    return {Kind.QA_MODEL: "QA model", Kind.MC_MODEL: "multiple-choice model"}.get(kind, kind.replace("-", " "))
 
 
 def meta_path(folder: str | Path) -> Path:
@@ -67,14 +74,35 @@ def read_meta(folder: str | Path, expect: Kind | tuple[Kind, ...] | None = None)
     if expect is None:
         return meta or {}
     kinds = (expect,) if isinstance(expect, Kind) else expect
-    wanted = " or ".join(kind.replace("-", " ") for kind in kinds)
+    wanted = " or ".join(kind_name(kind) for kind in kinds)
     makers = " or ".join(f"`{MAKERS[kind]}`" for kind in kinds)
     if meta is None:
         raise KalbertError(f"{folder} is not a {wanted} folder (no readable {META_FILE})", f"make one with {makers}")
     if meta.get("kind") not in kinds:
-        raise KalbertError(f"{folder} is a {meta.get('kind', 'unknown')} folder, not a {wanted} folder",
+        raise KalbertError(f"{folder} is a {kind_name(str(meta.get('kind', 'unknown')))} folder, not a {wanted} folder",
                            f"make one with {makers}")
     return meta
+
+
+def folder_kind(folder: str | Path) -> str | None:
+    """What ``folder`` holds: its record's ``kind``, else what its files show for folders made elsewhere (a
+    SentenceTransformer folder, a Hugging Face checkpoint by its head, a bare SentencePiece vocabulary); None
+    when nothing says."""
+    folder = Path(folder)
+    kind = read_meta(folder).get("kind")
+    if kind:
+        return str(kind)
+    if (folder / "modules.json").is_file():
+        return Kind.SENTENCE_MODEL
+    if (folder / "config.json").is_file():
+        try:
+            heads = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+        except (OSError, ValueError, AttributeError):
+            heads = []
+        heads = " ".join(map(str, heads))
+        return (Kind.QA_MODEL if "ForQuestionAnswering" in heads else
+                Kind.MC_MODEL if "ForMultipleChoice" in heads else Kind.PRETRAINED_MODEL)
+    return Kind.VOCAB if (folder / "spiece.model").is_file() else None
 
 
 def write_meta(folder: str | Path, meta: dict[str, Any]) -> None:

@@ -12,6 +12,8 @@ import ast
 import dataclasses
 import inspect
 import json
+import math
+import re
 import shlex
 import textwrap
 import types
@@ -88,6 +90,37 @@ class Setting:
         return kind
 
 
+# Bounds that a setting's meaning puts on its numbers, by name, so flags and config files refuse the same values
+# before any work: learning rates and epochs are above 0, shares and probabilities lie in [0, 1], weights and
+# decays are not negative. Integers are positive unless 0 means something (default 0, or "0: ..." in the doc).
+_POSITIVE = {"lr", "epochs", "sts_epochs", "lang_temperature", "sif_a", "decay_power"}
+_SHARES = {"threshold", "max_unknown", "min_cosine", "duplicate_cosine"}
+_SHARE_SUFFIXES = ("_ratio", "_prob", "_fraction", "_share", "_coverage")
+_NON_NEGATIVE = {"weight_decay", "max_grad_norm", "weights"}
+
+
+def value_problem(setting: Setting, value: Any) -> str | None:
+    """What ``setting`` needs when ``value`` is out of its range ("a number above 0"), else None."""
+    name = setting.name
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if setting.scalar is int:
+        if name == "seed":
+            return None
+        if setting.default == 0 or re.search(r"(?<![\d.])0: ", setting.doc):  # "(0: no check)", "; 0: at the end"
+            return None if value >= 0 else "0 or a positive integer"
+        return None if value > 0 else "a positive integer"
+    if not math.isfinite(value):
+        return "a finite number"
+    if name in _POSITIVE or name.endswith("_lr"):
+        return None if value > 0 else "a number above 0"
+    if name in _SHARES or name.endswith(_SHARE_SUFFIXES):
+        return None if 0 <= value <= 1 else "a number from 0 to 1"
+    if name in _NON_NEGATIVE or name.endswith("_weight"):
+        return None if value >= 0 else "a non-negative number"
+    return None
+
+
 def field_docs(cls: type) -> dict[str, str]:
     """Field name -> its docstring, read from the class source (a string literal under the field)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
@@ -140,6 +173,9 @@ def _check_value(setting: Setting, value: Any, source: str) -> Any:
         if setting.scalar in (int, float, str, bool) and not isinstance(item, setting.scalar) or (
                 setting.scalar is int and isinstance(item, bool)):
             raise KalbertError(f"{source}: {setting.name} must be {setting.scalar.__name__}, got {item!r}")
+        problem = value_problem(setting, item)
+        if problem:
+            raise KalbertError(f"{source}: {setting.name} must be {problem}, got {item!r}")
         if setting.choices and item not in setting.choices:
             raise KalbertError(f"{source}: {setting.name} must be one of {', '.join(map(str, setting.choices))}, "
                                f"got {item!r}")
@@ -205,7 +241,11 @@ def read_config_file(path: str | Path, cls: type, stage: str | None = None) -> d
         path = path / META_FILE
     if not path.is_file():
         raise KalbertError(f"config file {path} not found", "pass a YAML file or an artifact's kalbert.json")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KalbertError(f"config {path} is not UTF-8 text (byte {exc.start})",
+                           "save it as UTF-8 YAML, or pass an artifact's kalbert.json") from None
     try:
         if path.suffix in (".yaml", ".yml"):
             import yaml

@@ -65,13 +65,21 @@ def refuse_existing_output(path: str | Path, overwrite: bool) -> None:
         raise KalbertError(f"output folder {path} already exists", "pass --overwrite or choose another --out")
 
 
+def temp_folder_beside(path: Path) -> Path:
+    """A new empty folder ``.NAME.*.partial`` beside ``path``, with the permissions the umask gives any folder
+    (``mkdtemp`` makes 0700, which would leave a finished artifact unreadable to other users and to servers)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_UMASK)
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_output_dir(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temp folder beside ``path``; on success it replaces ``path``, on failure it is removed."""
     path = Path(path)
     refuse_existing_output(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    tmp = temp_folder_beside(path)
     try:
         yield tmp
         if path.exists():

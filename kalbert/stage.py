@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,9 @@ from kalbert.io import atomic_output_dir, sha256_file
 
 COMMON_FIELDS = ("kind", "kalbert_version", "languages", "parents", "command", "hardware")
 """Keys every ``kalbert.json`` holds, whatever its kind."""
+
+_RECIPE_STAGE: ContextVar[dict[str, Any] | None] = ContextVar("recipe_stage", default=None)
+"""The recipe stage now running (:func:`recipe_stage`), recorded in every record written meanwhile."""
 
 # What identifies a parent that has no kalbert.json (a plain HF or SentenceTransformer folder), cheapest first.
 _IDENTITY_FILES = ("config.json", "spiece.model", "modules.json")
@@ -62,6 +66,9 @@ def complete_record(meta: dict[str, Any], kind: Kind, parents: Iterable[str | Pa
     record["parents"] = known
     record["command"] = meta.get("command") or invocation() or command
     record["hardware"] = hardware_block()  # this build's machine, not a carried-over record's
+    record.pop("recipe", None)  # a carried-over record's recipe made its parent, not this folder
+    if _RECIPE_STAGE.get() is not None:
+        record["recipe"] = _RECIPE_STAGE.get()
     return record
 
 
@@ -79,6 +86,17 @@ def missing_fields(folder: str | Path, kind: Kind) -> list[str]:
     meta = read_meta(folder)
     missing = [key for key in COMMON_FIELDS if key not in meta]
     return missing if meta.get("kind") == kind else ["kind", *missing]
+
+
+@contextlib.contextmanager
+def recipe_stage(block: dict[str, Any]) -> Iterator[None]:
+    """Every record written inside carries ``block`` as its ``recipe`` field, in the same atomic write as the
+    rest of the record, so a recipe stage's folder says which recipe and settings made it or nothing at all."""
+    token = _RECIPE_STAGE.set(block)
+    try:
+        yield
+    finally:
+        _RECIPE_STAGE.reset(token)
 
 
 @contextlib.contextmanager

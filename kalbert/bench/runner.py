@@ -1,5 +1,5 @@
 """Score one encoder on benchmark tasks: every distinct sentence of a task is encoded once, then
-pairs (or premise/choice) are compared by cosine.
+pairs (or premise/choice) are compared by cosine; retrieval tasks rank passages (:mod:`kalbert.bench.retrieval`).
 
 All data is loaded before any encoding, so a missing data set fails in seconds, not after an hour.
 """
@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 from kalbert.bench.encoders import Encoder
 from kalbert.bench.metrics import best_threshold_accuracy, choice_accuracy, paired_cosine, pearson, spearman
 from kalbert.bench.results import ResultsFile, library_versions
-from kalbert.bench.tasks import MC, PAIRS, RETRIEVAL, STS, BenchTask
+from kalbert.bench.retrieval import RetrievalData, evaluate_retrieval, load_retrieval
+from kalbert.bench.tasks import BITEXT, MC, PAIRS, RETRIEVAL, STS, BenchTask
 from kalbert.data import load_mc, load_pairs, load_parallel, load_sts
 from kalbert.hardware import hardware_block
 from kalbert.precision import Precision
@@ -33,10 +34,10 @@ class BenchRunConfig:
     """One `kalbert bench run`: a model (or baseline), the tasks, the results file."""
 
     model: str
-    """a sentence-model folder, or a baseline: 'tfidf', 'minilm' (all-MiniLM-L6-v2), or a teacher:
-    'multilingual-e5-small', 'use-multilingual'"""
+    """a sentence-model folder, or a baseline: 'tfidf', 'bm25' (retrieval only), 'minilm' (all-MiniLM-L6-v2), or a
+    teacher: 'multilingual-e5-small', 'use-multilingual'"""
     tasks: str = "all"
-    """comma-separated task names or groups (all, sts, pairs, mc, ko, zh)"""
+    """comma-separated task names or groups (all, sts, pairs, mc, bitext, retrieval, ko, zh)"""
     out: str
     """results JSON file to write"""
     name: str | None = None
@@ -48,6 +49,9 @@ class BenchRunConfig:
     precision: Precision = "fp32"
     """fp32 (default: the same scores on every CPU), bf16 (autocast; faster where the CPU has native bf16) or
     auto (bf16 exactly where native); PyTorch models only, recorded in the results' settings"""
+    cache_dir: str | None = None
+    """where retrieval tasks cache query and passage vectors (default ~/.cache/kalbert/bench-embeddings), so a
+    rerun encodes nothing again"""
 
 
 @dataclass(frozen=True)
@@ -97,8 +101,10 @@ def retrieval_accuracy(source: np.ndarray, target: np.ndarray) -> tuple[float, f
             100.0 * float(np.mean(similarity.argmax(axis=0) == gold)))
 
 
-def load_task(task: BenchTask) -> TaskData:
+def load_task(task: BenchTask) -> TaskData | RetrievalData:
     """Read the task's split through the data registry (its errors name the missing files)."""
+    if task.kind == RETRIEVAL:
+        return load_retrieval(task)
     if task.kind == STS:
         rows = load_sts(task.dataset, task.split)
         sentences, left, right = _index([(r.sentence1, r.sentence2) for r in rows])
@@ -107,7 +113,7 @@ def load_task(task: BenchTask) -> TaskData:
         rows = load_pairs(task.dataset, task.split)
         sentences, left, right = _index([(r.sentence1, r.sentence2) for r in rows])
         return TaskData(sentences, left, right, np.array([r.label for r in rows]))
-    if task.kind == RETRIEVAL:
+    if task.kind == BITEXT:
         return _translation_pairs(task)
     examples = load_mc(task.dataset, task.split)
     n_choices = len(examples[0].choices)
@@ -148,11 +154,14 @@ def score_task(task: BenchTask, data: TaskData, similarity: np.ndarray) -> dict[
     return {"accuracy": (choice_accuracy(by_example, data.gold), {"criterion": "argmax cosine(premise, choice)"})}
 
 
-def evaluate(encoder: Encoder, task: BenchTask, data: TaskData) -> list[dict[str, Any]]:
-    """One result record per metric of ``task``."""
+def evaluate(encoder: Encoder, task: BenchTask, data: TaskData | RetrievalData,
+             cache_dir: str | None = None) -> list[dict[str, Any]]:
+    """One result record per metric of ``task`` (per metric and setting for retrieval)."""
+    if isinstance(data, RetrievalData):
+        return evaluate_retrieval(encoder, task, data, cache_dir)
     start = time.perf_counter()
     vectors = encoder.encode(data.sentences, task.lang)
-    if task.kind == RETRIEVAL:
+    if task.kind == BITEXT:
         forward, backward = retrieval_accuracy(vectors[data.left], vectors[data.right])
         source, target = task.lang.split("-")
         scores = {"accuracy": ((forward + backward) / 2, {"criterion": "top-1 translation, mean of both directions",
@@ -162,7 +171,7 @@ def evaluate(encoder: Encoder, task: BenchTask, data: TaskData) -> list[dict[str
         scores = score_task(task, data, paired_cosine(vectors[data.left], vectors[data.right]))
     wall = time.perf_counter() - start
     n = len(data.gold)
-    setting = {MC: "zero-shot cosine", RETRIEVAL: "cosine, nearest of all"}.get(task.kind, "cosine")
+    setting = {MC: "zero-shot cosine", BITEXT: "cosine, nearest of all"}.get(task.kind, "cosine")
     return [
         {
             "task": task.name,
@@ -183,22 +192,29 @@ def evaluate(encoder: Encoder, task: BenchTask, data: TaskData) -> list[dict[str
     ]
 
 
-def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: float | None = None) -> ResultsFile:
+def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: float | None = None,
+              cache_dir: str | None = None) -> ResultsFile:
     """Evaluate ``encoder`` on ``tasks``.
 
-    ``started`` (a ``time.perf_counter()`` value) lets the recorded wall time include model loading.
+    ``started`` (a ``time.perf_counter()`` value) lets the recorded wall time include model loading;
+    ``cache_dir`` holds retrieval's vectors (:func:`kalbert.bench.dense.default_cache_dir` when None).
     """
     started = time.perf_counter() if started is None else started
     if not getattr(encoder, "cross_lingual", True):
         for task in (t for t in tasks if t.cross_lingual):
             log.info("%s: skipped, %s cannot compare sentences across languages", task.name, encoder.name)
         tasks = [task for task in tasks if not task.cross_lingual]
+    kinds = getattr(encoder, "kinds", None)
+    if kinds is not None:
+        for task in (t for t in tasks if t.kind not in kinds):
+            log.info("%s: skipped, %s runs only %s tasks", task.name, encoder.name, "/".join(kinds))
+        tasks = [task for task in tasks if task.kind in kinds]
     data = {task.name: load_task(task) for task in tasks}
     records: list[dict[str, Any]] = []
     progress = tqdm(tasks, desc=f"bench {encoder.name}", unit="task")
     for task in progress:
         progress.set_postfix_str(task.name)
-        records += evaluate(encoder, task, data[task.name])
+        records += evaluate(encoder, task, data[task.name], cache_dir)
     return ResultsFile(
         model=encoder.name,
         model_kind=encoder.kind,

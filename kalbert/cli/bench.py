@@ -9,6 +9,8 @@ from kalbert.cli.common import add_config_arguments, add_verb, config_from_args
 from kalbert.config import render_command
 
 HELP = "benchmark sentence models and baselines; write reports"
+PLAIN_SETTINGS = ("cosine", "zero-shot cosine", "cosine, nearest of all")
+"""how most records are scored: printed without their setting"""
 
 
 def register(nouns) -> None:
@@ -20,8 +22,9 @@ def register(nouns) -> None:
     run = add_verb(
         verbs,
         "run",
-        "evaluate a sentence model (or a baseline) on STS, pair and multiple-choice tasks",
+        "evaluate a sentence model (or a baseline) on STS, pair, multiple-choice and retrieval tasks",
         "kalbert bench run --model tfidf --tasks all --out benchmarks/results/tfidf.json\n"
+        "  kalbert bench run --model bm25 --tasks retrieval --out benchmarks/results/bm25.json\n"
         "  kalbert bench run --model outputs/sbert-ko-tiny-onnx --backend onnx-int8 --tasks sts "
         "--out benchmarks/results/sbert-ko-tiny-int8.json",
         _run,
@@ -51,13 +54,14 @@ def _run(args: argparse.Namespace) -> int:
     refuse_trained_on(config.model, [f"{task.dataset}:{task.split}" for task in tasks], "the benchmark")
     encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend,
                            precision=config.precision)
-    results = run_bench(encoder, tasks, render_command("kalbert bench run", config), started=started)
+    results = run_bench(encoder, tasks, render_command("kalbert bench run", config), started=started,
+                        cache_dir=config.cache_dir)
     write_results(config.out, results)
     for record in results.results:
         value = "n/a" if record["value"] is None else f"{record['value']:.2f}"
-        print(
-            f"{record['task']:<12} {record['split']:<5} {record['metric']:<9} {value:>7}  (n={record['n']})"
-        )
+        setting = "" if record["setting"] in PLAIN_SETTINGS else f"  [{record['setting']}]"
+        print(f"{record['task']:<18} {record['split']:<5} {record['metric']:<13} {value:>7}  "
+              f"(n={record['n']}){setting}")
     print(f"wrote {config.out} ({results.wall_seconds:.1f} s)")
     return 0
 

@@ -1,16 +1,45 @@
-"""Helpers shared by the CLI noun modules: verbs with examples, and flags generated from config dataclasses."""
+"""Helpers shared by the CLI noun modules: nouns and verbs with examples, one-line usage errors, and flags
+generated from config dataclasses."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import re
 import shlex
-from typing import Any
+from typing import Any, NoReturn
 
-from kalbert.config import Setting, build_config, read_config_file, render_command, settings
+from kalbert.config import (
+    Setting,
+    build_config,
+    config_values,
+    read_config_file,
+    render_command,
+    settings,
+    value_problem,
+)
+
+
+class KalbertParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (like every kalbert error), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        verbs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if verbs is not None and message.startswith("the following arguments are required"):
+            message = f"choose a {(verbs.metavar or 'noun').lower()}: {', '.join(verbs.choices)}"
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def add_noun(nouns, name: str, help: str, examples: str) -> Any:
+    """A noun parser whose --help ends with examples; returns its verbs, for :func:`add_verb`."""
+    parser = nouns.add_parser(name, help=help, description=help, epilog=f"examples:\n  {examples}",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
 
 def add_verb(verbs, name: str, help: str, example: str, func) -> argparse.ArgumentParser:
-    """A verb parser whose --help ends with a working example."""
+    """A verb parser whose --help ends with a working example; ``command`` ("sbert sts") names its declared
+    inputs (:data:`kalbert.inputs.INPUTS`)."""
     parser = verbs.add_parser(
         name,
         help=help,
@@ -18,8 +47,24 @@ def add_verb(verbs, name: str, help: str, example: str, func) -> argparse.Argume
         epilog=f"example:\n  {example}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(func=func)
+    parser.set_defaults(func=func, command=parser.prog.partition(" ")[2])
     return parser
+
+
+def _value_parser(setting: Setting):
+    """The flag's type: the setting's scalar type within the bounds its meaning sets (:func:`value_problem`)."""
+    if setting.scalar not in (int, float):
+        return setting.scalar
+
+    def parse(text: str) -> int | float:
+        value = setting.scalar(text)
+        problem = value_problem(setting, value)
+        if problem:
+            raise argparse.ArgumentTypeError(f"expected {problem}, got {text}")
+        return value
+
+    parse.__name__ = setting.scalar.__name__  # argparse names it in "invalid int value"
+    return parse
 
 
 def positive_int(text: str) -> int:
@@ -29,39 +74,62 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text}")
+def probability(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text}")
     return value
 
 
-def _value_parser(setting: Setting):
-    """int settings must be positive unless 0 means something: their default is 0 or their doc says what 0
-    does ("(0: no check)"); seeds take any integer."""
-    if setting.scalar is not int or setting.name == "seed":
-        return setting.scalar
-    return non_negative_int if setting.default == 0 or "(0:" in setting.doc else positive_int
+def _shown(value: Any) -> str:
+    """A default as a command line would spell it: lists space-separated, booleans on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return " ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
-def _help(setting: Setting) -> str:
+def _help(setting: Setting, flags: dict[str, str]) -> str:
+    """The setting's docstring in command-line terms: ``name`` as its --flag, other code in single backquotes,
+    "None: x" as "default: x" and any other None as "unset"."""
+    doc = re.sub(r"``([^`]+)``", lambda m: flags.get(m.group(1), f"`{m.group(1)}`"), setting.doc)
+    doc = re.sub(r"\bNone\b", "unset", re.sub(r"\bNone: ", "default: ", doc))
     default = setting.default
-    shown = "" if setting.required or default in (None, False, [], "") else f" (default: {default})"
-    return (setting.doc + shown).replace("%", "%%")
+    shown = "" if setting.required or default in (None, False, [], "") else f" (default: {_shown(default)})"
+    return (doc + shown).replace("%", "%%")
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, cls: type, positional: tuple[str, ...] = (),
+def add_config_arguments(parser: argparse.ArgumentParser, cls: type | str, positional: tuple[str, ...] = (),
                          stage: str | None = None) -> None:
     """One flag per setting of ``cls`` (``positional`` ones as arguments), plus ``--config FILE``.
 
     Flags default to absent, so the config is: dataclass defaults, then the file, then the flags given.
-    ``stage`` picks the stage of a multi-stage ``kalbert.json`` (sentence models) to read.
+    ``stage`` picks the stage of a multi-stage ``kalbert.json`` (sentence models) to read. ``cls`` named as
+    "module:Class" is imported only when its verb runs (:func:`complete_settings`): most config modules import
+    torch, which `kalbert NOUN --help` should not wait for.
     """
     parser.add_argument("--config", metavar="FILE",
                         help="YAML config or an artifact's kalbert.json (or its folder); flags override it")
+    if isinstance(cls, str):
+        parser.set_defaults(deferred_settings=(cls, positional, stage))
+    else:
+        _add_settings(parser, cls, positional, stage)
+
+
+def complete_settings(parser: argparse.ArgumentParser) -> None:
+    """Add the flags whose config class :func:`add_config_arguments` was given by name (no-op otherwise)."""
+    deferred = parser.get_default("deferred_settings")
+    if deferred:
+        ref, positional, stage = deferred
+        module, _, name = ref.partition(":")
+        _add_settings(parser, getattr(importlib.import_module(module), name), positional, stage)
+        parser.set_defaults(deferred_settings=None)
+
+
+def _add_settings(parser: argparse.ArgumentParser, cls: type, positional: tuple[str, ...], stage: str | None) -> None:
     group = parser.add_argument_group("settings")
+    flags = {s.name: s.flag for s in settings(cls)}
     for setting in settings(cls):
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting)}
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": _help(setting, flags)}
         if setting.scalar is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
@@ -87,6 +155,19 @@ def config_from_args(args: argparse.Namespace) -> Any:
     values.update({k: v for k, v in given.items() if v not in (None, [])})  # absent positionals
     return build_config(cls, values)
 
+
+def check_args(args: argparse.Namespace) -> None:
+    """Check every input the running verb declares (:mod:`kalbert.inputs`) before it loads or reads anything:
+    its flags and, for a config verb, the config that ``--config FILE`` and the flags make together."""
+    from kalbert.inputs import check_inputs
+
+    command = getattr(args, "command", None)
+    if not command:
+        return
+    values = vars(args).copy()
+    if getattr(args, "config_class", None) is not None:
+        values.update(config_values(config_from_args(args)))
+    check_inputs(command, values, overwrite=bool(getattr(args, "overwrite", False)))
 
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:

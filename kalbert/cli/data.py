@@ -6,16 +6,14 @@ from __future__ import annotations
 import argparse
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "list data sets, build pretraining data"
 
 
 def register(nouns) -> None:
-    from kalbert.pretrain.data import DataBuildConfig
-
-    parser = nouns.add_parser("data", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "data", HELP, "kalbert data list\n  kalbert data build --vocab vocab/ko-32k "
+                     "--inputs kowiki --max-documents 5000 --out outputs/data-kowiki-5k")
     add_verb(verbs, "list", "list the registered data sets and whether they are present", "kalbert data list", _list)
 
     build = add_verb(
@@ -26,7 +24,7 @@ def register(nouns) -> None:
         "--out outputs/data-kowiki-5k",
         _build,
     )
-    add_config_arguments(build, DataBuildConfig)
+    add_config_arguments(build, "kalbert.pretrain.data:DataBuildConfig")
     add_overwrite(build)
 
     questions = add_verb(

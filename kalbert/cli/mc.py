@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kalbert.cli.common import (
     add_config_arguments,
+    add_noun,
     add_overwrite,
     add_results_arguments,
     add_verb,
@@ -20,12 +21,9 @@ HELP = "multiple choice: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predic
 
 
 def register(nouns) -> None:
-    from kalbert.tasks import MCTrainConfig
-    from kalbert.tasks.idiom_cloze import ClozeConfig
-    from kalbert.tasks.mc_average import MCAverageConfig
-
-    parser = nouns.add_parser("mc", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "mc", HELP, "kalbert mc train --model outputs/albert-tiny --task kobest-copa --out "
+                     "outputs/mc-copa\n  kalbert mc predict --model outputs/mc-copa --context \"전쟁이 시작되었다.\" "
+                     "--question 결과 --choices \"병사들이 집으로 돌아왔다.\" \"병사들이 전투에 파견되었다.\"")
 
     train = add_verb(
         verbs,
@@ -36,7 +34,7 @@ def register(nouns) -> None:
         "--results benchmarks/results/mc_kobest-copa_albert-tiny.json",
         _train,
     )
-    add_config_arguments(train, MCTrainConfig)
+    add_config_arguments(train, "kalbert.tasks.configs:MCTrainConfig")
     add_results_arguments(train)
     add_overwrite(train)
 
@@ -50,7 +48,7 @@ def register(nouns) -> None:
         "--out outputs/mc-chid",
         _cloze,
     )
-    add_config_arguments(cloze, ClozeConfig)
+    add_config_arguments(cloze, "kalbert.tasks.idiom_cloze:ClozeConfig")
     add_overwrite(cloze)
 
     average = add_verb(
@@ -61,7 +59,7 @@ def register(nouns) -> None:
         "--results benchmarks/results/mc_kobest-copa_soup.json",
         _average,
     )
-    add_config_arguments(average, MCAverageConfig)
+    add_config_arguments(average, "kalbert.tasks.configs:MCAverageConfig")
     add_results_arguments(average)
     add_overwrite(average)
 
@@ -78,7 +76,7 @@ def register(nouns) -> None:
     predict.add_argument(
         "--question", default="", help="question text (C3), or 원인/결과 / cause/effect for COPA-style tasks"
     )
-    predict.add_argument("--choices", required=True, nargs="+", help="two or more candidate answers")
+    predict.add_argument("--choices", required=True, nargs="+", help="two or more distinct candidate answers")
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
 

@@ -24,17 +24,17 @@ HELP = "pretrain an ALBERT model with MLM + SOP (or MLM + recurring span selecti
 
 
 def register(nouns) -> None:
-    from kalbert.pretrain.config import PretrainConfig
-
     parser = nouns.add_parser(
         "pretrain", help=HELP,
         description="Pretrain an ALBERT model (transformers AlbertForPreTraining) on data from `kalbert data build`. "
                     "The same command runs under torchrun / accelerate launch (DDP).",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(func=_pretrain)
-    add_config_arguments(parser, PretrainConfig)
+    add_config_arguments(parser, "kalbert.pretrain.config:PretrainConfig")
     parser.add_argument("--overwrite", action="store_true", help="delete an existing run in --out first")
-    parser.add_argument("--list-presets", action="store_true", help="print the presets' parameter counts and exit")
+    # --list-presets runs nothing, so it leaves no command whose inputs are checked (kalbert.cli.common.check_args)
+    parser.add_argument("--list-presets", dest="command", action="store_const", const=None, default="pretrain",
+                        help="print the presets' parameter counts and exit")
     parser.add_argument("--vocab-size", type=positive_int, default=30000, help="vocabulary size for --list-presets")
 
 
@@ -47,7 +47,7 @@ def _list_presets(vocab_size: int) -> int:
 
 
 def _pretrain(args: argparse.Namespace) -> int:
-    if args.list_presets:
+    if args.command is None:  # --list-presets
         return _list_presets(args.vocab_size)
     from kalbert.pretrain import pretrain
 

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from kalbert.cli.common import (
     add_config_arguments,
+    add_noun,
     add_overwrite,
     add_results_arguments,
     add_verb,
     config_from_args,
     positive_int,
+    probability,
     results_command,
 )
 from kalbert.errors import KalbertError
@@ -23,10 +25,11 @@ HELP = "extractive QA: fine-tune ALBERT (or BERT, e.g. the e5 teacher), predict,
 
 
 def register(nouns) -> None:
-    from kalbert.tasks.qa import QA_TASKS, QATrainConfig
+    from kalbert.data.registry import list_datasets
 
-    parser = nouns.add_parser("qa", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "qa", HELP, "kalbert qa train --model outputs/pretrain-tiny/model --task korquad --out "
+                     "outputs/qa-korquad\n  kalbert qa predict --model outputs/qa-korquad --context "
+                     "\"대한민국의 수도는 서울특별시이다.\" --question \"대한민국의 수도는?\"")
 
     train = add_verb(
         verbs,
@@ -36,7 +39,7 @@ def register(nouns) -> None:
         "kalbert qa train --model outputs/pretrain-tiny/model --task korquad --out outputs/qa-korquad",
         _train,
     )
-    add_config_arguments(train, QATrainConfig)
+    add_config_arguments(train, "kalbert.tasks.configs:QATrainConfig")
     add_results_arguments(train)
     add_overwrite(train)
 
@@ -54,9 +57,10 @@ def register(nouns) -> None:
     predict.add_argument("--jsonl", help='batch mode: a file of {"context": ..., "question": ...} lines; each '
                          'comes back with "answer" (null below --threshold), "span", "start", "end", "score"')
     predict.add_argument("--out", help="(with --jsonl) write the answers here instead of stdout")
-    predict.add_argument("--threshold", type=float, default=0.0,
-                         help="no answer when the best span's probability (start x end) is below this (0..1)")
+    predict.add_argument("--threshold", type=probability, default=0.0,
+                         help="no answer when the best span's probability (start x end) is below this (0 to 1)")
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
+    predict.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
 
     export = add_verb(
         verbs,
@@ -78,11 +82,12 @@ def register(nouns) -> None:
         _evaluate,
     )
     evaluate.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
-    evaluate.add_argument("--task", required=True, choices=list(QA_TASKS))
+    evaluate.add_argument("--task", required=True, choices=list_datasets("qa"))
     evaluate.add_argument("--split", default="test", help="train, val, test (the reported part), or the whole public "
                           "file(s): dev (korquad, cmrc2018), all (drcd)")
     evaluate.add_argument("--max-rows", type=positive_int, help="only the first N questions")
     evaluate.add_argument("--out", help="write the scores and every prediction ({id: answer}) as JSON here")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
 
 
 def _train(args: argparse.Namespace) -> int:

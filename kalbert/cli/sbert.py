@@ -5,20 +5,15 @@ from __future__ import annotations
 import argparse
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "sentence models: export, STS training, distillation, teacher-graded pair mining, weight averaging"
 
 
 def register(nouns) -> None:
-    from kalbert.sentence.average import AverageConfig
-    from kalbert.sentence.distill import DistillConfig
-    from kalbert.sentence.export import ExportConfig
-    from kalbert.sentence.mine import MineConfig
-    from kalbert.sentence.sts import STSConfig
-
-    parser = nouns.add_parser("sbert", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "sbert", HELP, "kalbert sbert export --model outputs/pretrain-ko-tiny/model --out "
+                     "outputs/sbert-ko-tiny\n  kalbert sbert sts --model outputs/sbert-ko-tiny --train korsts "
+                     "--out outputs/sbert-ko-tiny-sts")
 
     export = add_verb(
         verbs, "export", "wrap an ALBERT checkpoint as a SentenceTransformer folder, or add ONNX files to one",
@@ -26,7 +21,7 @@ def register(nouns) -> None:
         "  kalbert sbert export --backend onnx --quantize int8 --model outputs/sbert-ko-tiny "
         "--out outputs/sbert-ko-tiny-onnx",
         _export)
-    add_config_arguments(export, ExportConfig, stage="export")
+    add_config_arguments(export, "kalbert.sentence.export:ExportConfig", stage="export")
     export.add_argument("--backend", choices=["torch", "onnx"], default="torch",
                         help="onnx: copy a sentence-model folder and add onnx/model.onnx (checked against PyTorch), "
                              "for --backend onnx|onnx-int8 in search and bench")
@@ -48,7 +43,7 @@ def register(nouns) -> None:
         verbs, "sts", "train a sentence model on STS (and NLI/paraphrase) pairs; keep the best dev checkpoint",
         "kalbert sbert sts --model outputs/sbert-ko-tiny --train korsts --eval korsts:dev --test korsts:test "
         "--out outputs/sbert-ko-tiny-sts", _sts)
-    add_config_arguments(sts, STSConfig, stage="sts")
+    add_config_arguments(sts, "kalbert.sentence.sts:STSConfig", stage="sts")
     add_overwrite(sts)
 
     distill = add_verb(
@@ -57,7 +52,7 @@ def register(nouns) -> None:
         "--corpus kowiki nsmc zh-laws zh-clue --max-sentences 150000 --loss mse --eval korsts:dev "
         "--out outputs/sbert-ko-zh-kd",
         _distill)
-    add_config_arguments(distill, DistillConfig, stage="distill")
+    add_config_arguments(distill, "kalbert.sentence.distill:DistillConfig", stage="distill")
     add_overwrite(distill)
 
     mine = add_verb(
@@ -65,14 +60,14 @@ def register(nouns) -> None:
         "teacher, as a graded training file for `kalbert sbert sts --train FILE`",
         "kalbert sbert mine --teacher outputs/teachers/me5-small-ft --corpus kowiki nsmc zh-laws zh-clue "
         "--max-sentences 200000 --pairs 50000 --neighbours 8 --out outputs/mined/ko-zh-ft.tsv", _mine)
-    add_config_arguments(mine, MineConfig)
+    add_config_arguments(mine, "kalbert.sentence.mine:MineConfig")
     mine.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
     average = add_verb(
         verbs, "average", "average the weights of sentence models fine-tuned from one starting point (a model soup)",
         "kalbert sbert average --models outputs/soup-a outputs/soup-b --eval korsts:dev stsb-zh:dev --out outputs/soup",
         _average)
-    add_config_arguments(average, AverageConfig, stage="average")
+    add_config_arguments(average, "kalbert.sentence.average:AverageConfig", stage="average")
     add_overwrite(average)
 
 

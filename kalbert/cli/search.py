@@ -7,35 +7,48 @@ import json
 import sys
 from dataclasses import asdict
 
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.cli.common import (
+    add_config_arguments,
+    add_noun,
+    add_overwrite,
+    add_verb,
+    config_from_args,
+    positive_int,
+)
 from kalbert.precision import PRECISION_HELP, PRECISIONS
 from kalbert.sentence import BACKENDS
 
-HELP = "similarity search over a sentence corpus"
+HELP = "search documents: passages in an exact, HNSW, IVF-PQ or Milvus index, with optional BM25"
+MODES = ("dense", "bm25", "hybrid")
 
 
 def register(nouns) -> None:
-    from kalbert.sentence.search import SearchBuildConfig
-
-    parser = nouns.add_parser("search", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "search", HELP,
+                     "kalbert search build --corpus docs/ --out outputs/docs-index --lexical bm25\n"
+                     '  kalbert search query --index outputs/docs-index "검색어" -k 5')
 
     build = add_verb(
-        verbs, "build", "encode a corpus into a search index (float16 embeddings on disk)",
-        "kalbert search build --corpus korsts:test --out outputs/index-korsts\n"
-        "  kalbert search build --model outputs/sbert-ko-tiny-onnx --corpus korsts:test --out outputs/index-korsts "
-        "--backend onnx-int8",
+        verbs, "build", "split documents into passages, encode them and index them (resumes after a kill)",
+        "kalbert search build --corpus docs/ notes.jsonl --out outputs/docs-index --lexical bm25\n"
+        "  kalbert search build --corpus kowiki --out outputs/kowiki-index --engine hnsw "
+        "--model models/static-ko-zh-48k\n"
+        "  kalbert search build --corpus korsts:test --out outputs/index-milvus --engine milvus "
+        "--uri outputs/milvus.db",
         _build)
-    add_config_arguments(build, SearchBuildConfig)
+    add_config_arguments(build, "kalbert.search.build:SearchBuildConfig")
     add_overwrite(build)
 
     query = add_verb(
-        verbs, "query", "find the nearest corpus sentences of each query text",
-        'kalbert search query --index outputs/index-korsts "한 남자가 기타를 치고 있다." -k 5', _query)
+        verbs, "query", "find the best passages of each query text",
+        'kalbert search query --index outputs/docs-index "한 남자가 기타를 치고 있다." -k 5 --mode hybrid', _query)
     query.add_argument("--index", required=True, help="index folder from `kalbert search build`")
     query.add_argument("text", nargs="+", help="query texts")
     query.add_argument("-k", type=positive_int, default=10, help="hits per query")
-    query.add_argument("--model", help="sentence model to encode queries (default: the one that built the index)")
+    query.add_argument("--mode", choices=MODES,
+                       help="dense, bm25 or hybrid (reciprocal rank fusion); default: hybrid where the index has "
+                            "BM25, else dense")
+    query.add_argument("--model", help="the model folder that built the index, where it has moved (another model "
+                                       "is refused)")
     query.add_argument("--backend", choices=BACKENDS,
                        help="torch, onnx or onnx-int8 (default: the backend that built the index)")
     query.add_argument("--precision", choices=PRECISIONS, default="auto",
@@ -44,28 +57,38 @@ def register(nouns) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from kalbert.sentence.search import SearchIndex, build_index
+    from kalbert.search.build import build_index
 
-    out = build_index(config_from_args(args), overwrite=args.overwrite)
-    index = SearchIndex(out)
-    print(f"index: {out} ({len(index)} sentences, {index.meta['dim']} dims, {index.meta['seconds']} s)")
+    config = config_from_args(args)
+    out = build_index(config, overwrite=args.overwrite)
+    if config.shard:
+        print(f"shard {config.shard}: vectors in {out}/shards; once every shard's files are there, rerun without "
+              "--shard to build the index")
+        return 0
+    from kalbert.artifact import read_meta
+
+    record = read_meta(out)
+    print(f"index: {out} ({record['passages']} passages of {record['documents']} documents, {record['dim']} dims, "
+          f"{record['engine']}{' + bm25' if record['lexical'] == 'bm25' else ''}, {record['seconds']['total']} s)")
     return 0
 
 
 def _query(args: argparse.Namespace) -> int:
-    from kalbert.sentence.search import search_index
+    from kalbert.search.index import search_index
 
     result = search_index(args.index, args.text, k=args.k, model=args.model, backend=args.backend,
-                          precision=args.precision)
+                          precision=args.precision, mode=args.mode)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"queries": result.queries, "backend": result.backend,
+        print(json.dumps({"queries": result.queries, "mode": result.mode, "engine": result.engine,
                           "model_backend": result.model_backend, "notes": result.notes,
+                          "encode_ms": round(1000 * result.encode_seconds, 2),
+                          "search_ms": round(1000 * result.search_seconds, 2),
                           "hits": [[asdict(h) for h in hits] for hits in result.hits]}, ensure_ascii=False, indent=2))
         return 0
     for query, hits in zip(result.queries, result.hits, strict=True):
         print(query)
         for hit in hits:
-            print(f"  {hit.rank:>3}  {hit.score:.4f}  {hit.sentence}")
+            print(f"  {hit.rank:>3}  {hit.score:.4f}  {hit.document} [{hit.start}:{hit.end}]  {hit.passage}")
     return 0

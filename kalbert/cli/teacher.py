@@ -7,30 +7,26 @@ import argparse
 import logging
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "teachers for distillation: export, fine-tune, pre-compute embeddings"
 
 
 def register(nouns) -> None:
-    from kalbert.sentence.teacher_finetune import TeacherFinetuneConfig
-    from kalbert.teachers.cache import TeacherEncodeConfig
-    from kalbert.teachers.export import TeacherExportConfig
-
-    parser = nouns.add_parser("teacher", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "teacher", HELP, "kalbert teacher export multilingual-e5-small --out teachers/me5-small\n"
+                     "  kalbert teacher encode --teacher multilingual-e5-small --corpus kowiki --max-sentences 20000")
 
     export = add_verb(
         verbs, "export", "write a pip-installed teacher as a standard SentenceTransformer folder, checked against "
         "the package's own engine", "kalbert teacher export multilingual-e5-small --out teachers/me5-small", _export)
-    add_config_arguments(export, TeacherExportConfig, positional=("teacher",))
+    add_config_arguments(export, "kalbert.teachers.export:TeacherExportConfig", positional=("teacher",))
     add_overwrite(export)
 
     finetune = add_verb(
         verbs, "finetune", "fine-tune a teacher on the Korean/Chinese STS and pair train splits (token embeddings "
         "frozen), keeping the best dev checkpoint", "kalbert teacher finetune --out outputs/teachers/me5-small-ft",
         _finetune)
-    add_config_arguments(finetune, TeacherFinetuneConfig)
+    add_config_arguments(finetune, "kalbert.sentence.teacher_finetune:TeacherFinetuneConfig")
     add_overwrite(finetune)
 
     encode = add_verb(
@@ -38,7 +34,7 @@ def register(nouns) -> None:
         "rerun at will: at most one shard is lost)",
         "kalbert teacher encode --teacher multilingual-e5-small --corpus kowiki nsmc zh-laws zh-clue "
         "--max-sentences 150000 --teacher-backend auto", _encode)
-    add_config_arguments(encode, TeacherEncodeConfig)
+    add_config_arguments(encode, "kalbert.teachers.cache:TeacherEncodeConfig")
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -61,15 +57,18 @@ def _finetune(args: argparse.Namespace) -> int:
 
 def _encode(args: argparse.Namespace) -> int:
     from kalbert.precision import resolve_precision
+    from kalbert.shards import parse_shard
     from kalbert.teachers.corpus import corpus_targets
 
     logging.basicConfig(format="%(message)s")  # the backend probe's table and the throughput, not libraries' chatter
     logging.getLogger("kalbert").setLevel(logging.INFO)
     config = config_from_args(args)
     bf16, why = resolve_precision(config.precision, "cpu")
+    shard = parse_shard(config.shard)  # before the teacher loads
     sentences, cache = corpus_targets(config.teacher, config.corpus, config.max_sentences, config.seed,
-                                      config.cache_dir, bf16=bf16, backend=config.teacher_backend)
-    print(f"{len(sentences)} sentences cached for {cache.teacher.name} in {cache.folder} "
+                                      config.cache_dir, bf16=bf16, backend=config.teacher_backend, shard=shard)
+    share = f"shard {config.shard} of " if shard else ""
+    print(f"{share}{len(sentences)} sentences cached for {cache.teacher.name} in {cache.folder} "
           f"({'bf16' if bf16 else 'fp32'}: {why})")
     for fill in cache.fills:
         print(f"  encoded {fill['sentences']} at {fill['sentences_per_second']} sentences/s with {fill['backend']} "

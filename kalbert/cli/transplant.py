@@ -13,10 +13,8 @@ EXAMPLE = ("kalbert transplant --teacher multilingual-e5-small --vocab vocab/ko-
 
 
 def register(nouns) -> None:
-    from kalbert.transplant import TransplantConfig
-
     parser = add_verb(nouns, "transplant", HELP, EXAMPLE, _transplant)
-    add_config_arguments(parser, TransplantConfig)
+    add_config_arguments(parser, "kalbert.transplant:TransplantConfig")
     add_overwrite(parser)
 
 

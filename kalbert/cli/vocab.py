@@ -1,4 +1,4 @@
-"""`kalbert vocab build|extend|inspect`."""
+"""`kalbert vocab build|extend|normalize|inspect`."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import argparse
 import json
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args, positive_int
 
-HELP = "build, extend and inspect SentencePiece vocabularies"
+HELP = "build, extend, normalize and inspect SentencePiece vocabularies"
 
 
 def register(nouns) -> None:
-    from kalbert.vocab.config import VocabBuildConfig, VocabExtendConfig
+    from kalbert.vocab.config import VocabBuildConfig, VocabExtendConfig, VocabNormalizeConfig
 
-    parser = nouns.add_parser("vocab", help=HELP)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = add_noun(nouns, "vocab", HELP, "kalbert vocab build --lang ko --inputs kowiki nsmc --out vocab/ko-32k\n"
+                     "  kalbert vocab inspect vocab/ko-32k \"배우들의 연기도 좋았다\"")
 
     build = add_verb(
         verbs,
@@ -37,6 +37,16 @@ def register(nouns) -> None:
     )
     add_config_arguments(extend, VocabExtendConfig)
     add_overwrite(extend)
+
+    normalize = add_verb(
+        verbs,
+        "normalize",
+        "a new version of a vocabulary or model folder that reads Traditional Chinese (ids kept)",
+        "kalbert vocab normalize models/sbert-ko-zh-small --out outputs/sbert-ko-zh-small-t2s",
+        _normalize,
+    )
+    add_config_arguments(normalize, VocabNormalizeConfig, positional=("folder",))
+    add_overwrite(normalize)
 
     inspect = add_verb(
         verbs,
@@ -80,8 +90,22 @@ def _extend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _normalize(args: argparse.Namespace) -> int:
+    from kalbert.vocab.normalize import normalize_folder
+
+    out, normalizer = normalize_folder(config_from_args(args), overwrite=args.overwrite)
+    print(f"normalizer version {normalizer['version']}: {normalizer['characters_mapped']:,} Traditional characters "
+          f"read as Simplified (scope {normalizer['traditional_to_simplified']}) -> {out}")
+    return 0
+
+
 def _inspect(args: argparse.Namespace) -> int:
+    from kalbert.errors import KalbertError
     from kalbert.vocab.inspect import inspect_vocab
+
+    if not args.text and not args.eval:
+        raise KalbertError("nothing to inspect", f'give sentences (kalbert vocab inspect {args.vocab} "TEXT") or '
+                           "--eval SOURCE")
 
     report = inspect_vocab(args.vocab, args.text, args.eval, lang=args.lang, max_rows=args.max_rows)
     if args.json:

@@ -356,6 +356,26 @@ def load_nli_triplets(name: str, split: str, root: str | Path | None = None) -> 
     return rows
 
 
+def load_qa_triplets(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, str | None]]:
+    """(question, its paragraph, another paragraph of the same article or None) rows: question -> passage
+    retrieval pairs from an extractive QA split, the neighbouring paragraph as the hard negative (same
+    subject and names, no answer). Nothing crosses the article carve, so test articles stay unseen."""
+    by_title: dict[str, list[str]] = defaultdict(list)
+    examples = load_qa(name, split, root)
+    for example in examples:
+        if example.context not in by_title[example.title]:
+            by_title[example.title].append(example.context)
+    rows = []
+    for example in examples:
+        paragraphs = by_title[example.title]
+        if len(paragraphs) < 2:
+            rows.append((example.question, example.context, None))
+            continue
+        place = paragraphs.index(example.context)
+        rows.append((example.question, example.context, paragraphs[(place + 1) % len(paragraphs)]))
+    return rows
+
+
 def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:
     """Multiple-choice examples (COPA, HellaSwag, C3, CHID, XCOPA; BoolQ as no/yes) with a 0-based answer index."""
     return _load(name, split, root, _MC_READERS, "load_mc")

@@ -294,3 +294,15 @@ def assert_trainable(name: str, split: str) -> None:
         allowed = [s for s in spec.splits if s not in spec.eval_splits]
         hint = f"train on {', '.join(allowed)}" if allowed else f"'{name}' has no training split"
         raise KalbertError(f"{name}:{split} is an evaluation split; kalbert never trains on it", hint)
+
+
+def assert_selectable(name: str, split: str, flag: str = "--eval") -> None:
+    """Refuse reported splits for selection too: a split that picked a checkpoint, a learning rate, a soup member
+    or a stage no longer measures the model fairly, so reported splits are scored only by --test and bench run."""
+    spec = get_spec(name)
+    split = split_of(spec, split)
+    if split in spec.eval_splits:
+        allowed = [s for s in spec.splits if s not in spec.eval_splits and s != "train"]
+        pick = f"pick on {', '.join(f'{name}:{s}' for s in allowed)}" if allowed else "pick on korsts:dev"
+        raise KalbertError(f"{name}:{split} is a reported split; {flag} selects on dev splits only",
+                           f"{pick}; score {name}:{split} with --test or kalbert bench run")

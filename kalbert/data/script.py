@@ -27,6 +27,11 @@ def to_simplified(text: str) -> str:
     return _converter().convert(text)
 
 
+def reads_simplified(name: str, languages: list[str]) -> bool:
+    """Whether a model of ``languages`` reads ``name`` converted to Simplified (a Traditional set, a zh model)."""
+    return name in TRADITIONAL and "zh" in languages
+
+
 def read_as(name: str, simplified: bool) -> str:
     """A data set's name as records show it: with the conversion when one was made."""
     return f"{name} ({T2S})" if simplified and name in TRADITIONAL else name

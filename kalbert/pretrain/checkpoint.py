@@ -15,12 +15,11 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import torch
 
-from kalbert.io import atomic_write_json, atomic_write_text, sha256_file
+from kalbert.io import atomic_write_json, atomic_write_text, sha256_file, temp_folder_beside
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ def save_checkpoint(run_dir: Path, step: int, model, trainer_state: dict, keep: 
     root = Path(run_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:07d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=root))
+    tmp = temp_folder_beside(final)
     try:
         model.save_pretrained(tmp)
         torch.save(trainer_state, tmp / TRAINER_STATE)

@@ -19,7 +19,7 @@ from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
-from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
+from kalbert.sentence.evaluate import dev_metric, evaluate_dev, parse_dev_ref
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.vocab.files import SPIECE
@@ -40,7 +40,8 @@ class AverageConfig:
     weights: list[float] = field(default_factory=list)
     """One weight per model, normalised to sum to 1 (default: equal weights)."""
     eval: list[str] = field(default_factory=list)
-    """STS splits to measure and record on the card, e.g. ["korsts:dev"]."""
+    """Dev splits to measure and record on the card: STS (Spearman) or a QA set's val articles as retrieval
+    (nDCG@10), e.g. korsts:dev korquad:val."""
     batch_size: int = 64
     """Sentences per batch when measuring."""
 
@@ -64,21 +65,20 @@ def _check_same_shape(folders: list[Path]) -> None:
 class AverageResult:
     out: Path
     scores: dict[str, float]
-    """Spearman of the average on each ``--eval`` split (the record also keeps its sources' scores)."""
+    """The average's score on each ``--eval`` split (the record also keeps its sources' scores)."""
 
 
 def average_models(config: AverageConfig, overwrite: bool = False) -> AverageResult:
     """Write the weighted mean of ``config.models`` to ``config.out``; return the folder and its scores."""
     from sentence_transformers import SentenceTransformer
 
-    for ref in config.eval:
-        parse_sts_ref(ref)  # fail before any work
+    eval_refs = [":".join(parse_dev_ref(ref)) for ref in config.eval]  # before any work: dev splits only
     started = time.perf_counter()
     weights = normalised_weights(config.models, config.weights)
     folders = [Path(m).expanduser() for m in config.models]
     _check_same_shape(folders)
     for folder in folders:
-        refuse_trained_on(folder, config.eval, "--eval")
+        refuse_trained_on(folder, eval_refs, "--eval")
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(folders[0], tmp, dirs_exist_ok=True)
         average_weight_files(folders, weights, tmp)
@@ -91,9 +91,9 @@ def average_models(config: AverageConfig, overwrite: bool = False) -> AverageRes
         model = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
         meta = read_meta(tmp)  # write_meta_and_card drops its "onnx" record: the files were not kept
         meta.pop("weights_storage", None)  # averaged weights are stored in float32
-        scores = {ref: evaluate_sts(model, ref, config.batch_size) for ref in config.eval}
+        scores = {ref: evaluate_dev(model, ref, config.batch_size) for ref in eval_refs}
         for ref, score in scores.items():
-            add_metric(meta, "average", ref, "spearman_cosine", score)
+            add_metric(meta, "average", ref, dev_metric(ref), score)
         add_stage(meta, "average", {**asdict(config), "weights": weights},
                   seconds=round(time.perf_counter() - started, 1))
         write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(), model.max_seq_length,

@@ -35,15 +35,16 @@ import torch.nn.functional as F
 from sentence_transformers.util import cos_sim
 
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.config import render_command
+from kalbert.config import config_values, render_command
 from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_json, open_text, refuse_existing_output
+from kalbert.inputs import check_inputs
+from kalbert.io import atomic_write_json, open_text
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.encoder import load_sentence_model
-from kalbert.sentence.evaluate import parse_sts_ref, sts_evaluator
+from kalbert.sentence.evaluate import selection_refs, sts_evaluator
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
@@ -330,14 +331,13 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize
 
-    refuse_existing_output(config.out, overwrite)
+    check_inputs("sbert distill", config_values(config), overwrite)  # before the run folder or any teacher vector
     # how the teacher runs does not change its vectors (cosine >= 0.999): a run may resume with another backend
     run = RunFolder.open(config.out, {k: v for k, v in asdict(config).items() if k != "teacher_backend"})
     if not config.parallel and not config.corpus:
         raise KalbertError("no training sentences", "pass --corpus (e.g. kowiki zh-clue) and/or --parallel "
                            "(e.g. parallel-stsb-train tatoeba-en-ko)")
-    eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
-                                                            else config.eval or [])]
+    eval_refs = selection_refs(config.eval)
     for folder in (config.teacher, config.student):
         refuse_trained_on(folder, eval_refs, "--eval")
     for source in config.parallel:

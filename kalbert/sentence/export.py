@@ -23,7 +23,7 @@ from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
-from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref
+from kalbert.sentence.evaluate import evaluate_sts, selection_refs
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.vocab.files import SPIECE
@@ -131,6 +131,14 @@ def set_max_seq_length(model: SentenceTransformer, length: int) -> int:
     return model.max_seq_length
 
 
+def set_prompts(model: SentenceTransformer, query: str | None = None, passage: str | None = None) -> None:
+    """Store the query and document prompts in the model, so that a plain ``SentenceTransformer(path)`` load
+    gives ``encode_query`` / ``encode_document`` the text the model was trained with; None keeps a prompt as is."""
+    for name, prompt in (("query", query), ("document", passage)):
+        if prompt is not None:
+            model.prompts[name] = prompt
+
+
 def save_sentence_model(model: SentenceTransformer, folder: Path, meta: dict, spiece_from: Path | None,
                         parents: Iterable[str | Path] = (), command: str | None = None) -> None:
     """Write the model, its spiece.model, kalbert.json (naming ``parents``) and card into ``folder``, then prove
@@ -157,8 +165,7 @@ def check_roundtrip(model: SentenceTransformer, folder: Path, atol: float = 1e-4
 
 def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path:
     """Export ``config.model`` as a SentenceTransformer folder at ``config.out``; return the folder."""
-    for ref in config.eval:
-        parse_sts_ref(ref)  # fail before any work
+    selection_refs(config.eval)  # fail before any work
     started = time.perf_counter()
     checkpoint, tokenizer_dir = check_checkpoint(config.model, config.tokenizer)
     model = build_sentence_model(checkpoint, config.pooling, config.max_seq_length, config.dense_dim,

@@ -70,6 +70,9 @@ class TrainTask:
     loss: torch.nn.Module
     group_by_length: bool = False
     """Batch rows of similar length together (less padding; for large single-sentence tasks)."""
+    prompt_names: tuple[str | None, ...] = ()
+    """The model prompt each column is encoded with (e.g. ``("query", "document")`` for question -> passage
+    rows), so training sees what ``encode_query`` / ``encode_document`` will; empty: the default prompt."""
 
     def __len__(self) -> int:
         return len(self.columns[0])
@@ -106,13 +109,16 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
     if not tasks:
         raise KalbertError("no training rows", "check the --train data sets")
     # encode() prepends the model's default prompt (e5's "query: "); training must see the same text
-    prompt = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
+    default = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
+
+    def prompt(task: TrainTask, column: int) -> str | None:
+        return model.prompts.get(task.prompt_names[column]) if task.prompt_names else default
 
     def step(batch: tuple[int, list[int]]) -> torch.Tensor:
         t, rows = batch
         task = tasks[t]
-        features = [_to_device(model.preprocess([col[i] for i in rows], prompt=prompt), model.device)
-                    for col in task.columns]
+        features = [_to_device(model.preprocess([col[i] for i in rows], prompt=prompt(task, c)), model.device)
+                    for c, col in enumerate(task.columns)]
         return task.loss(features, torch.as_tensor(task.labels[rows], dtype=torch.float32, device=model.device))
 
     def guard() -> CollapseReport:

@@ -21,7 +21,7 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
-from kalbert.data import get_spec, load_graded, load_nli_triplets, load_pairs, training_split
+from kalbert.data import get_spec, load_graded, load_nli_triplets, load_pairs, load_qa_triplets, training_split
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
@@ -29,8 +29,8 @@ from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.encoder import load_sentence_model
-from kalbert.sentence.evaluate import evaluate_sts, parse_sts_ref, sts_evaluator
-from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
+from kalbert.sentence.evaluate import dev_evaluator, evaluate_sts, parse_dev_ref, parse_sts_ref
+from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
 from kalbert.stage import artifact_folder
@@ -39,7 +39,7 @@ from kalbert.training import RunFolder
 log = logging.getLogger(__name__)
 STSLoss = Literal["cosent", "angle", "cosine"]
 PairLoss = Literal["mnrl", "graded"]
-TRAINABLE_KINDS = ("sts", "nli", "pairs")
+TRAINABLE_KINDS = ("sts", "nli", "pairs", "qa")
 PROBE_SENTENCES = 256
 FILE = "file"
 """the split of a --train entry that is a graded-pair file, not a registered data set"""
@@ -57,7 +57,8 @@ class STSConfig:
     """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train), or graded-pair
     TSV files (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
     eval: str | list[str] = "korsts:dev"
-    """STS dev split that picks the best checkpoint; several (e.g. korsts:dev stsb-zh:dev): their mean picks."""
+    """Dev split that picks the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
+    e.g. korquad:val); several (e.g. korsts:dev korquad:val): their mean picks."""
     test: list[str] = field(default_factory=list)
     """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
     loss: STSLoss = "cosent"
@@ -66,6 +67,10 @@ class STSConfig:
     """How paraphrase-pair sets (AFQMC, ATEC, PAWS-X) train: mnrl (their paraphrases, with in-batch
     negatives) or graded (every pair, scored 1 or 0, with ``loss``: their non-paraphrases are questions that
     share most words yet ask something else, the hard negatives in-batch sampling never finds)."""
+    query_prompt: str | None = None
+    """Prompt stored in the model for queries (``encode_query``; e.g. "query: "); None keeps the model's own."""
+    passage_prompt: str | None = None
+    """Prompt stored in the model for passages (``encode_document``; e.g. "passage: "); None keeps the model's."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128
@@ -98,6 +103,13 @@ def _train_refs(refs: list[str], eval_refs: list[str]) -> list[tuple[str, str]]:
     return resolved
 
 
+def _sentences(evaluator) -> list[str]:
+    """The texts an evaluator encodes, for the collapse probe."""
+    if hasattr(evaluator, "sentences1"):
+        return evaluator.sentences1 + evaluator.sentences2
+    return list(evaluator.queries) + list(evaluator.corpus)
+
+
 def _cap(rows: list, limit: int | None) -> list:
     return rows[:limit] if limit else rows
 
@@ -119,21 +131,25 @@ def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | 
 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -> list[TrainTask]:
-    """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only."""
+    """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only; QA:
+    (question, its paragraph, a neighbouring paragraph), encoded with the query and document prompts."""
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
+    prompts: tuple[str | None, ...] = ()
     if kind == "pairs":
         groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
-        triplets = load_nli_triplets(name, split)
+        triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
+        prompts = ("query", "document", "document") if kind == "qa" else ()
     loss = MultipleNegativesRankingLoss(model)
     tasks = []
     for width, rows in groups.items():
         rows = _cap(rows, limit)
         if rows:
             columns = [[row[c] for row in rows] for c in range(width)]
-            tasks.append(TrainTask(f"{name}:{split}/{width}", columns, np.zeros(len(rows), dtype=np.float32), loss))
+            tasks.append(TrainTask(f"{name}:{split}/{width}", columns, np.zeros(len(rows), dtype=np.float32), loss,
+                                   prompt_names=prompts[:width]))
     return tasks
 
 
@@ -153,7 +169,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     """Train, keep the best dev checkpoint, score it on ``config.test``, save it to ``config.out``."""
     from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
-    eval_refs = [":".join(parse_sts_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
+    eval_refs = [":".join(parse_dev_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
                                                             else config.eval)]
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
@@ -164,17 +180,18 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     run = RunFolder.open(config.out, asdict(config))
     model = load_sentence_model(config.model, pooling=config.pooling)
     set_max_seq_length(model, config.max_seq_length)
+    set_prompts(model, query=config.query_prompt, passage=config.passage_prompt)
     if config.freeze_word_embeddings:
         model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss)
-    evaluators = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
+    evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 
     def evaluate() -> tuple[float, dict[str, float]]:
         metrics = {k: float(v) for k, v in dev(model).items()}
         return metrics.pop(dev.primary_metric), metrics
 
-    probe = list(dict.fromkeys(s for e in evaluators for s in e.sentences1 + e.sentences2))[:PROBE_SENTENCES]
+    probe = list(dict.fromkeys(s for e in evaluators for s in _sentences(e)))[:PROBE_SENTENCES]
     log.info("training on %s", ", ".join(f"{t.name} ({len(t)} rows)" for t in tasks))
     result = fit(model, tasks, evaluate, probe, config.loop, run)
     if result.best is None:
@@ -190,7 +207,8 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):
-        add_metric(meta, "sts", ref, "spearman_cosine", result.best.metrics[evaluator.primary_metric])
+        metric = "spearman_cosine" if hasattr(evaluator, "sentences1") else "ndcg_at_10"
+        add_metric(meta, "sts", ref, metric, result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():
         add_metric(meta, "sts", ref, "spearman_cosine", score)
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kalbert.errors import KalbertError
+from kalbert.sentence.evaluate import selection_refs
 from kalbert.sentence.loop import LoopConfig
 from kalbert.sentence.sts import STSConfig, STSLoss, STSResult, train_sts
 from kalbert.teachers.backends import E5_NAME, MINILM_NAMES, USE_NAME, e5_folder
@@ -64,6 +65,7 @@ def teacher_folder(teacher: str) -> Path:
 
 def finetune_teacher(config: TeacherFinetuneConfig, overwrite: bool = False) -> STSResult:
     """Train the teacher with `sbert sts` on frozen token embeddings; the best dev checkpoint is kept."""
+    selection_refs(config.eval)  # before the teacher's folder is exported (minutes on first use)
     return train_sts(STSConfig(model=str(teacher_folder(config.teacher)), out=config.out, train=list(config.train),
                                eval=list(config.eval), test=list(config.test), loss=config.loss,
                                max_seq_length=config.max_seq_length, max_rows=config.max_rows,

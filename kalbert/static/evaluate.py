@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kalbert.sentence.evaluate import parse_sts_ref, sts_evaluator
+from kalbert.sentence.evaluate import selection_refs, sts_evaluator
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -17,7 +17,7 @@ DEFAULT_EVAL = {"ko": "korsts:dev", "zh": "stsb-zh:dev"}
 def eval_refs(given: list[str] | None, languages: list[str]) -> list[str]:
     """``--eval`` as ``name:split`` refs (checked now, before any work), default: one dev split per language."""
     refs = given if given is not None else [DEFAULT_EVAL[lang] for lang in languages if lang in DEFAULT_EVAL]
-    return [":".join(parse_sts_ref(ref)) for ref in refs]
+    return selection_refs(refs)
 
 
 class STSDev:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,33 +20,15 @@ from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
-from kalbert.precision import Precision, autocast, resolve_precision
+from kalbert.precision import autocast, resolve_precision
 from kalbert.stage import artifact_folder, write_record
+from kalbert.tasks.configs import MCAverageConfig
 from kalbert.tasks.multiple_choice import MC_TASKS, load_mc_model, mc_accuracy, task_examples
 from kalbert.training.device import default_device
 from kalbert.weights import average_weight_files, normalised_weights
 
 # what the averaged runs must share: one task, one start, one input length
 _SHARED = ("task", "model", "max_seq_length")
-
-
-@dataclass
-class MCAverageConfig:
-    """Which multiple-choice models to average, with what weights."""
-
-    models: list[str]
-    """Folders written by `kalbert mc train` for one task from one starting model (e.g. one seed at several
-    learning rates)."""
-    out: str
-    """Output folder: a multiple-choice model folder with the averaged weights, kalbert.json and a card."""
-    weights: list[float] = field(default_factory=list)
-    """One weight per model, normalised to sum to 1 (default: equal weights)."""
-    batch_size: int = 16
-    """Questions per batch when measuring."""
-    max_eval_rows: int | None = None
-    """Measure only the first N questions of the selection and report splits (quick runs and tests)."""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16, else fp32; fp32 or bf16 to force one"""
 
 
 def _run_records(folders: list[Path]) -> list[dict[str, Any]]:

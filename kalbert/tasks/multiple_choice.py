@@ -17,94 +17,30 @@ import logging
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
-from kalbert.config import DEFAULT_SEED, render_command
+from kalbert.config import render_command
 from kalbert.data import BLANK, MCExample, assert_trainable, load_mc, load_mc_file
 from kalbert.data.passages import passage_index
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
-from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
+from kalbert.tasks.configs import MC_TASKS, MCTrainConfig
 from kalbert.tasks.encoders import check_encoder, encoder_folder, encoder_inputs
 from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class MCSplits:
-    """Which split each stage of a task uses."""
-
-    train: str
-    """fine-tuned on"""
-    select: str | None
-    """epoch selection (None: keep the last epoch, for tasks whose only other split is the test)"""
-    report: str
-    """the accuracy reported: the test split where its labels are public, else dev"""
-
-
-MC_TASKS: dict[str, MCSplits] = {
-    "kobest-copa": MCSplits("train", "dev", "test"),
-    "kobest-hellaswag": MCSplits("train", "dev", "test"),
-    "kobest-boolq": MCSplits("train", "dev", "test"),  # "question 예" against "question 아니요" after the passage
-    "c3": MCSplits("train", "dev", "test"),
-    "chid": MCSplits("train", "dev", "test_public"),
-    "xcopa-zh": MCSplits("dev", None, "test"),  # XCOPA has no training split: train on val (100 examples)
-}
-MCTask = Literal[tuple(MC_TASKS)]  # type: ignore[valid-type]  # the task names, as flag choices
-
 # COPA-style questions become a connective in front of each choice.
 _CONNECTIVES = {"원인": "왜냐하면", "결과": "그래서", "cause": "因为", "effect": "所以"}
 _BLANK_WINDOW = 60  # characters of cloze context kept on each side of the blank: well inside 128 tokens
-
-
-@dataclass
-class MCTrainConfig:
-    """A multiple-choice fine-tuning run; defaults fit a small ALBERT on a CPU in minutes."""
-
-    model: str
-    """ALBERT or BERT folder with its tokenizer (a pretraining checkpoint, a transplant, a teacher folder), or
-    multilingual-e5-small for the exported teacher"""
-    task: MCTask
-    """the multiple-choice task"""
-    out: str
-    """output folder for the fine-tuned model"""
-    epochs: int = 3
-    """passes over the training examples; the best on the selection split is kept"""
-    batch_size: int = 16
-    """examples per step (each holds all its choices)"""
-    lr: float = 3e-5
-    """peak AdamW learning rate"""
-    weight_decay: float = 0.01
-    """AdamW weight decay (not on biases and LayerNorm weights)"""
-    warmup_ratio: float = 0.1
-    """share of the steps with a linearly rising learning rate"""
-    max_seq_length: int = 128
-    """tokens per (context, choice) pair; the longer segment is truncated first"""
-    extra_train: str | None = None
-    """a file of further training examples in the task's own format, joined to its train split (for chid:
-    idiom cloze from a corpus, `kalbert mc cloze`)"""
-    max_rows: int | None = None
-    """use only the first N training examples (quick runs and tests)"""
-    max_eval_rows: int | None = None
-    """evaluate only the first N examples of the selection and report splits (quick runs and tests)"""
-    seed: int = DEFAULT_SEED
-    """seed of initialisation and batch order"""
-    max_grad_norm: float = 1.0
-    """clip the gradient norm to this before every optimiser step"""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
-    fp32 or bf16 to force one (training and evaluation)"""
-    checkpoint_steps: int = 200
-    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
-    same command after a crash resumes from it"""
 
 
 def format_choices(example: MCExample) -> list[tuple[str, str]]:

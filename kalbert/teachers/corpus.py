@@ -25,8 +25,9 @@ from kalbert.data.heldout import heldout_sentences
 from kalbert.data.passages import PassageGuard, passage_index
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes
+from kalbert.shards import Shard, in_share
 from kalbert.teachers.backends import TeacherBackend, load_teacher
-from kalbert.teachers.cache import EmbeddingCache, open_cache
+from kalbert.teachers.cache import EmbeddingCache, open_cache, sentence_key
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.sentences import split_sentences
@@ -124,17 +125,20 @@ def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed:
     return sample
 
 
-def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: EmbeddingCache) -> dict[str, list[str]]:
-    """The sampled corpus sentences per language, each with its teacher vector in ``cache``."""
+def corpus_sentences(corpus: list[str], max_sentences: int, seed: int, cache: EmbeddingCache,
+                     shard: Shard | None = None) -> dict[str, list[str]]:
+    """The sampled corpus sentences per language, each with its teacher vector in ``cache`` (with ``shard``:
+    only that share of them is encoded here)."""
     sample = cached_sample(corpus, max_sentences, cache.folder.parent / "samples", seed)
-    cache.fill(sample.all())
+    cache.fill([s for s in sample.all() if in_share(int.from_bytes(sentence_key(s)[:8], "little"), shard)])
     return sample.sentences
 
 
 def corpus_targets(teacher: str, corpus: list[str], max_sentences: int, seed: int, cache_dir: str | None,
-                   bf16: bool = False, backend: TeacherBackend | None = None) -> tuple[list[str], EmbeddingCache]:
-    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each, encoded by
-    ``backend`` (``bf16``: under bf16 autocast, into a cache of their own)."""
+                   bf16: bool = False, backend: TeacherBackend | None = None,
+                   shard: Shard | None = None) -> tuple[list[str], EmbeddingCache]:
+    """Sample the corpus sentences and make sure the cache holds the teacher's vector of each (of ``shard``'s
+    share of them), encoded by ``backend`` (``bf16``: under bf16 autocast, into a cache of their own)."""
     cache = open_cache(load_teacher(teacher, bf16=bf16), cache_dir, backend)
-    by_lang = corpus_sentences(corpus, max_sentences, seed, cache)
+    by_lang = corpus_sentences(corpus, max_sentences, seed, cache, shard)
     return [s for lang in sorted(by_lang) for s in by_lang[lang]], cache

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as sp_pb2
 from tqdm.auto import tqdm
 
 from kalbert import __version__
@@ -38,8 +39,10 @@ from kalbert.vocab.card import write_vocab_card
 from kalbert.vocab.config import VocabBuildConfig
 from kalbert.vocab.files import SPECIAL_TOKENS, load_processor, normalization_rules, write_vocab_files
 from kalbert.vocab.stats import measure_vocab
+from kalbert.vocab.traditional import add_traditional_map, describe_normalizer
 
 LANGUAGES = ("ko", "zh", "ko+zh")
+NORMALIZATION = "kalbert-nfc (NFC Hangul composition, exotic spaces -> space; no NFKC)"
 _HELDOUT_PER_MILLE = 2
 
 
@@ -193,6 +196,15 @@ def _training_error(message: str, config: VocabBuildConfig) -> KalbertError:
     return KalbertError(f"SentencePiece training failed: {message}")
 
 
+def _add_traditional(model_bytes: bytes, config: VocabBuildConfig) -> tuple[bytes, dict]:
+    """The trained model with the Traditional map in its normalizer: normalizer version 2 (1 is kalbert-nfc),
+    the pieces and charsmap that `kalbert vocab normalize` gives the folder built without it."""
+    proto = sp_pb2.ModelProto()
+    proto.ParseFromString(model_bytes)
+    proto, normalizer = add_traditional_map(proto, config.traditional_to_simplified)
+    return proto.SerializeToString(), {"version": 2, **normalizer, "parent": None}
+
+
 def _file_fingerprint(path: Path) -> dict[str, object]:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
@@ -205,6 +217,9 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
         raise KalbertError(f"unknown model type {config.model_type!r}", "use unigram or bpe")
     if config.vocab_size <= len(SPECIAL_TOKENS):
         raise KalbertError(f"--vocab-size {config.vocab_size} is too small", "use at least a few hundred")
+    if config.traditional_to_simplified != "off" and "zh" not in config.lang:
+        raise KalbertError(f"--traditional-to-simplified needs Simplified pieces to map to; --lang {config.lang} "
+                           "has none", "use --lang zh or ko+zh")
     out = Path(config.out)
     refuse_existing_output(out, overwrite)
     segmenter = make_segmenter(config.lang, config.segmenter)
@@ -225,6 +240,9 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
     tqdm.write(f"training SentencePiece {config.model_type} ({config.vocab_size} pieces) on {len(segmented):,} "
                "sentences; this takes a few minutes for 1M sentences", file=sys.stderr)
     model_bytes = _train_sentencepiece(segmented, config)
+    normalizer = None
+    if config.traditional_to_simplified != "off":
+        model_bytes, normalizer = _add_traditional(model_bytes, config)
     build_seconds = time.time() - started
     with artifact_folder(out, Kind.VOCAB, overwrite=overwrite) as tmp:
         write_vocab_files(tmp, model_bytes)
@@ -238,7 +256,8 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
             "segmenter": segmenter.name,
             "segmenter_versions": segmenter.versions(),
             "sentencepiece_version": spm.__version__,
-            "normalization": "kalbert-nfc (NFC Hangul composition, exotic spaces -> space; no NFKC)",
+            "normalization": describe_normalizer(NORMALIZATION, normalizer) if normalizer else NORMALIZATION,
+            **({"normalizer": normalizer} if normalizer else {}),
             "pretokenization_delimiter": BOUNDARY,
             "vocab_size": processor.get_piece_size(),
             "special_tokens": list(SPECIAL_TOKENS),

@@ -1,4 +1,4 @@
-"""The settings of `kalbert vocab build` and `kalbert vocab extend`, recorded in each vocabulary's kalbert.json."""
+"""The settings of `kalbert vocab build`, `extend` and `normalize`, recorded in each vocabulary's kalbert.json."""
 
 from __future__ import annotations
 
@@ -44,6 +44,10 @@ class VocabBuildConfig:
     """segmentation processes (0: all cores)"""
     max_piece_length: int = 16
     """longest piece, in characters"""
+    traditional_to_simplified: Literal["off", "unknown", "all"] = "off"
+    """a Traditional -> Simplified character map (OpenCC) in the normalizer, added after training: "unknown"
+    maps the Traditional characters the vocabulary has no piece for (text it reads already keeps its ids),
+    "all" every one (Korean Hanja such as 國 then read as 国); the same as `kalbert vocab normalize` after"""
 
 
 @dataclass
@@ -65,3 +69,16 @@ class VocabExtendConfig:
     """--from-corpus: sentences read at most"""
     lang: Language = "ko"
     """language of --from-corpus text, for the analyzer (ko, zh, ko+zh)"""
+
+
+@dataclass
+class VocabNormalizeConfig:
+    """Which folder gets the Traditional -> Simplified normalizer; the new folder's record names both."""
+
+    folder: str
+    """vocabulary or model folder (a SentenceTransformer or QA model too): its spiece.model and tokenizer.json"""
+    out: str
+    """the new version: a copy of FOLDER with the new normalizer"""
+    traditional_to_simplified: Literal["unknown", "all"] = "unknown"
+    """"unknown": map only Traditional characters without a piece, so text the folder reads already keeps its
+    ids; "all": also those with one (Korean Hanja such as 國), whose ids then change"""

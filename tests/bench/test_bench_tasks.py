@@ -24,14 +24,20 @@ def test_tasks_use_the_published_splits():
         "xnli-ko-zh": "all",
         "xnli-ko-en": "all",
         "xnli-zh-en": "all",
+        "korquad-retrieval": "test",
+        "cmrc2018-retrieval": "test",
+        "drcd-retrieval": "test",
         "kobest-copa": "test",
         "xcopa-zh": "test",
     }
     for task in TASKS.values():  # every task reads a registered split of the right kind
         spec = get_spec(task.dataset)
         assert task.split in spec.splits and task.split in spec.eval_splits
-        if task.kind == "retrieval":  # a language pair out of a parallel set's columns
+        if task.kind == "bitext":  # a language pair out of a parallel set's columns
             assert spec.kind == "parallel" and set(task.lang.split("-")) <= set(spec.lang.split("-"))
+        elif task.kind == "retrieval":  # a QA set's questions; its fusion weight picked on another split
+            assert spec.kind == "qa" and spec.lang == task.lang
+            assert task.select_split in spec.splits and task.select_split not in spec.eval_splits
         else:
             assert spec.kind == task.kind and spec.lang == task.lang
 
@@ -40,6 +46,9 @@ def test_metrics_per_kind():
     assert get_task("korsts").metrics == ("spearman", "pearson")
     assert get_task("afqmc").metrics == ("spearman", "accuracy")
     assert get_task("xcopa-zh").metrics == ("accuracy",)
+    assert get_task("xnli-ko-zh").metrics == ("accuracy",)
+    assert get_task("drcd-retrieval").metrics == ("ndcg_at_10", "mrr_at_10", "recall_at_1", "recall_at_10",
+                                                  "recall_at_100")
 
 
 def test_selections_keep_registry_order_and_deduplicate():
@@ -49,8 +58,11 @@ def test_selections_keep_registry_order_and_deduplicate():
         "korsts",
         "klue-sts",
         "afqmc",
+        "korquad-retrieval",
         "kobest-copa",
     ]
+    assert [t.name for t in select_tasks("retrieval")] == ["korquad-retrieval", "cmrc2018-retrieval", "drcd-retrieval"]
+    assert [t.name for t in select_tasks("bitext")] == ["xnli-ko-zh", "xnli-ko-en", "xnli-zh-en"]
 
 
 def test_unknown_task_lists_the_known_ones():

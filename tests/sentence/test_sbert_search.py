@@ -1,5 +1,6 @@
-"""Search: build an index from a corpus, find a paraphrase, note truncated queries, and refuse
-empty corpora and corrupted index files with one clear line."""
+"""Search with a sentence model (a transformer, token-limited): build an index from a sentence file, find a
+paraphrase, note truncated queries, and refuse empty corpora and corrupted index files with one clear line.
+The names stay importable from kalbert.sentence; tests/search covers documents, engines and Milvus."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import pytest
 
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
-from kalbert.sentence import search as search_module
-from kalbert.sentence.search import SearchBuildConfig, SearchIndex, build_index, search_index
+from kalbert.sentence import SearchBuildConfig, SearchIndex, build_index, search_index
 
 CORPUS = [
     "한 남자가 기타를 치고 있다.",
@@ -37,30 +37,11 @@ def index(tiny_sbert, tmp_path_factory):
 def test_index_files_and_paraphrase_found(index):
     opened = SearchIndex(index)
     assert len(opened) == len(CORPUS) and opened.embeddings.dtype == np.float16
-    assert [opened.sentence(i) for i in range(len(CORPUS))] == CORPUS
+    assert [opened.hit(0, 0.0, i).passage for i in range(len(CORPUS))] == CORPUS
     result = opened.query(["그 남자가 기타를 치고 있다.", "비행기가 이륙한다."], k=3)  # a random model: near-copies
     assert result.hits[0][0].sentence == CORPUS[0]
     assert CORPUS[3] in [hit.sentence for hit in result.hits[1]]
     assert result.notes == [] and [h.rank for h in result.hits[0]] == [1, 2, 3]
-
-
-def test_chunked_scan_equals_brute_force(index, monkeypatch):
-    monkeypatch.setattr(search_module, "SCAN_ROWS", 3)
-    opened = SearchIndex(index)
-    query = np.random.default_rng(0).normal(size=(2, 32)).astype(np.float32)
-    scores, rows = opened._scan_numpy(query, 5)
-    brute = query @ np.asarray(opened.embeddings, dtype=np.float32).T
-    np.testing.assert_array_equal(rows, np.argsort(-brute, axis=1)[:, :5])
-    np.testing.assert_allclose(scores, np.sort(brute, axis=1)[:, ::-1][:, :5], rtol=1e-6)
-
-
-def test_faiss_backend_agrees_when_installed(index):
-    pytest.importorskip("faiss")
-    opened = SearchIndex(index)
-    query = np.random.default_rng(1).normal(size=(3, 32)).astype(np.float32)
-    import faiss
-
-    np.testing.assert_array_equal(opened._scan_faiss(faiss, query, 4)[1], opened._scan_numpy(query, 4)[1])
 
 
 def test_long_query_is_truncated_with_a_note(index, capsys):
@@ -75,15 +56,15 @@ def test_long_query_is_truncated_with_a_note(index, capsys):
 def test_cli_query_prints_ranked_hits(index, capsys):
     assert main(["search", "query", "--index", str(index), CORPUS[5], "-k", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == CORPUS[5] and out[1].split(None, 2)[2] == CORPUS[5]
+    assert out[0] == CORPUS[5] and out[1].split(None, 4)[2:] == ["corpus.txt:7", "[0:18]", CORPUS[5]]
 
 
 def test_empty_corpus_is_refused(tiny_sbert, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n", encoding="utf-8")
-    with pytest.raises(KalbertError, match="has no sentences"):
+    with pytest.raises(KalbertError, match="holds no text to index"):
         build_index(SearchBuildConfig(model=str(tiny_sbert), corpus=str(empty), out=str(tmp_path / "i")))
-    assert not (tmp_path / "i").exists()
+    assert not (tmp_path / "i").exists() and not (tmp_path / "i.work").exists()
 
 
 def _copy(index, tmp_path):
@@ -92,18 +73,18 @@ def _copy(index, tmp_path):
     return shutil.copytree(index, tmp_path / "copy")
 
 
-@pytest.mark.parametrize("damage", ["truncate-embeddings", "garbage-meta", "short-sentences", "missing-meta"])
+@pytest.mark.parametrize("damage", ["truncate-embeddings", "garbage-meta", "short-passages", "missing-meta"])
 def test_corrupted_index_is_a_clear_error(index, tmp_path, damage, capsys):
     copy = _copy(index, tmp_path)
     if damage == "truncate-embeddings":
         data = (copy / "embeddings.npy").read_bytes()
         (copy / "embeddings.npy").write_bytes(data[: len(data) // 2])
     elif damage == "garbage-meta":
-        (copy / "index.json").write_bytes(b"\x00{not json")
-    elif damage == "short-sentences":
-        (copy / "sentences.txt").write_text("x\n", encoding="utf-8")
+        (copy / "kalbert.json").write_bytes(b"\x00{not json")
+    elif damage == "short-passages":
+        (copy / "passages.txt").write_text("x\n", encoding="utf-8")
     else:
-        (copy / "index.json").unlink()
+        (copy / "kalbert.json").unlink()
     with pytest.raises(KalbertError, match="corrupted|not a search index"):
         SearchIndex(copy)
     assert main(["search", "query", "--index", str(copy), "hello"]) == 2

@@ -21,7 +21,8 @@ def test_sts_training_keeps_the_best_checkpoint(tiny_sbert, tiny_data, tmp_path)
     assert [e.step for e in result.fit.history] == [0, 2, 4, 6]
     assert result.fit.best.score == max(e.score for e in result.fit.history[1:]) == result.dev
     reloaded = load_sentence_model(result.out)
-    assert evaluate_sts(reloaded, "korsts:dev") == pytest.approx(result.dev, abs=1e-4)
+    # the batch size of the evaluation that picked it: padding to another length moves fp32 scores a little
+    assert evaluate_sts(reloaded, "korsts:dev", batch_size=16) == pytest.approx(result.dev, abs=1e-4)
     meta = json.loads((result.out / "kalbert.json").read_text())
     assert [s["stage"] for s in meta["stages"]] == ["export", "sts"]
     assert {m["data"] for m in meta["metrics"] if m["stage"] == "sts"} == {"korsts:dev", "korsts:test"}
@@ -71,3 +72,51 @@ def test_cli_sts_prints_scores(tiny_sbert, tiny_data, tmp_path, capsys):
     assert code == 0 and (out / "modules.json").is_file()
     assert "dev Spearman" in printed and "korsts:test Spearman" in printed
     assert main(["sbert", "sts", "--model", str(tiny_sbert), "--out", str(out)]) == 2  # exists, no --overwrite
+
+
+@pytest.fixture
+def tiny_qa_data(tiny_data_root, tmp_path, monkeypatch):
+    """The tiny data root plus a KorQuAD file of ten two-paragraph articles (the carve: 7 train, 1 val, 2 test)."""
+    import shutil
+
+    from kalbert.data import get_spec
+
+    root = tmp_path / "data"
+    shutil.copytree(tiny_data_root, root)
+    topics = ["서울", "부산", "대구", "인천", "광주", "대전", "울산", "수원", "창원", "고양"]
+    articles = [{"title": topic, "paragraphs": [
+        {"context": f"{topic}은 한국의 도시이다. 인구가 많다.",
+         "qas": [{"id": f"{i}a", "question": f"{topic}은 어느 나라의 도시인가?",
+                  "answers": [{"text": "한국", "answer_start": len(topic) + 2}]}]},
+        {"context": f"{topic}에는 오래된 시장이 있다.",
+         "qas": [{"id": f"{i}b", "question": f"{topic}에 무엇이 있나?",
+                  "answers": [{"text": "시장", "answer_start": len(topic) + 8}]}]}]}
+        for i, topic in enumerate(topics)]
+    target = root / get_spec("korquad").splits["train"][0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"version": "test", "data": articles}, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv("KALBERT_DATA", str(root))
+    return root
+
+
+def test_qa_questions_train_against_their_paragraph_with_prompts(tiny_sbert, tiny_qa_data, tmp_path):
+    model = load_sentence_model(tiny_sbert)
+    (task,) = build_tasks(model, [("korquad", "train")], "cosent", limit=None)
+    assert task.name == "korquad:train/3" and task.prompt_names == ("query", "document", "document")
+    question, paragraph, negative = (column[0] for column in task.columns)
+    assert question.endswith("?") and negative != paragraph and negative.split("에")[0] in paragraph
+
+    config = STSConfig(model=str(tiny_sbert), out=str(tmp_path / "retrieval"), train=["korquad", "korsts"],
+                       eval=["korsts:dev", "korquad:val"], query_prompt="query: ", passage_prompt="passage: ",
+                       max_seq_length=256, loop=LoopConfig(lr=1e-3, batch_size=4, max_steps=2, eval_steps=2))
+    result = train_sts(config)
+    saved = json.loads((result.out / "config_sentence_transformers.json").read_text())
+    assert saved["prompts"] == {"query": "query: ", "document": "passage: "}
+    meta = json.loads((result.out / "kalbert.json").read_text())
+    assert {(m["data"], m["metric"]) for m in meta["metrics"] if m["stage"] == "sts"} == {
+        ("korsts:dev", "spearman_cosine"), ("korquad:val", "ndcg_at_10")}
+
+
+def test_qa_test_articles_are_never_trained_on(tiny_sbert, tiny_qa_data, tmp_path):
+    with pytest.raises(KalbertError, match="korquad:test is an evaluation split"):
+        train_sts(STSConfig(model=str(tiny_sbert), out=str(tmp_path / "x"), train=["korquad:test"]))

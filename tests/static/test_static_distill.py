@@ -83,7 +83,7 @@ def test_bad_input_is_one_line_and_writes_nothing(teacher, ko_vocab, tmp_path, c
     assert main([*base, "--teacher", str(teacher), "--dim", "64"]) == 2
     assert "wider than" in capsys.readouterr().err
     assert main([*base, "--teacher", str(teacher), "--vocab", str(tmp_path)]) == 2
-    assert "has no spiece.model" in capsys.readouterr().err
+    assert "--vocab takes a vocab folder" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob(".out.*"))
     out.mkdir()
     assert main([*base, "--teacher", str(teacher)]) == 2

@@ -70,7 +70,7 @@ def test_runs_of_other_tasks_single_runs_and_other_folders_are_refused(copa_runs
 
     assert "differ in task" in refused(str(copa_runs["low"]), str(copa_runs["hellaswag"]))
     assert "at least two models" in refused(str(copa_runs["low"]))
-    assert "is not a multiple choice folder" in refused(str(copa_runs["low"]), str(tiny_mc_albert))
+    assert "is not a multiple-choice model folder" in refused(str(copa_runs["low"]), str(tiny_mc_albert))
     assert not (tmp_path / "x").exists()
 
 

@@ -330,7 +330,7 @@ def test_shipped_qa_model_answers_korean_and_chinese_questions():
 def test_errors_exit_2(qa_model, tiny_albert, tmp_path, capsys):
     predict = ["qa", "predict", "--model"]
     assert main([*predict, str(tiny_albert), "--context", KO_CONTEXT, "--question", "수도는?"]) == 2
-    assert "not a question-answering model (AlbertForPreTraining" in capsys.readouterr().err
+    assert "is a pretrained model folder; --model takes a QA model folder" in capsys.readouterr().err
     assert main([*predict, str(qa_model), "--context", KO_CONTEXT, "--question", "  "]) == 2
     assert "empty question" in capsys.readouterr().err
     assert main([*predict, str(qa_model), "--context", KO_CONTEXT]) == 2

@@ -15,14 +15,9 @@ from typing import Any
 from kalbert.data import QA_CARVES, QAExample, load_qa
 from kalbert.data.loaders import locate_answer
 from kalbert.data.registry import QA_CARVE_SEED
-from kalbert.data.script import TRADITIONAL, read_as, to_simplified
+from kalbert.data.script import read_as, reads_simplified, to_simplified
 
 QA_PARTS = ("train", "val", "test")
-
-
-def reads_simplified(name: str, languages: list[str]) -> bool:
-    """Whether a model of ``languages`` reads ``name`` converted to Simplified (a Traditional set, a zh model)."""
-    return name in TRADITIONAL and "zh" in languages
 
 
 def simplified(example: QAExample) -> QAExample:

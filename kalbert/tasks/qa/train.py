@@ -20,18 +20,18 @@ import logging
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
-from kalbert.config import DEFAULT_SEED, render_command
+from kalbert.config import render_command
 from kalbert.data import QAExample, assert_trainable, get_spec
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
-from kalbert.precision import Precision
 from kalbert.stage import artifact_folder, write_record
+from kalbert.tasks.configs import QA_TASKS, QASplits, QATrainConfig
 from kalbert.tasks.encoders import encoder_folder, encoder_inputs
 from kalbert.tasks.qa.data import article_split, load_examples, read_label
 from kalbert.tasks.qa.features import label_window, make_windows
@@ -40,76 +40,6 @@ from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, load_tokeniz
 from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class QASplits:
-    train: str
-    """fine-tuned on"""
-    select: str
-    """picks the epoch"""
-    report: str
-    """the EM/F1 reported (an evaluation split, never trained on)"""
-
-
-QA_TASKS: dict[str, QASplits] = {
-    "korquad": QASplits("train", "val", "test"),
-    "cmrc2018": QASplits("train", "val", "test"),
-    "drcd": QASplits("train", "val", "test"),
-}
-QATask = Literal[tuple(QA_TASKS)]  # type: ignore[valid-type]  # the task names, as flag choices
-
-
-@dataclass
-class QATrainConfig:
-    """An extractive-QA fine-tuning run; defaults follow ALBERT's SQuAD recipe at a smaller batch."""
-
-    model: str
-    """ALBERT or BERT folder with its tokenizer (a pretraining checkpoint, a transplant, a teacher folder), or
-    multilingual-e5-small for the exported teacher"""
-    task: QATask
-    """the QA task: its val part picks the epoch, its test part is reported"""
-    out: str
-    """output folder for the fine-tuned model"""
-    train: list[QATask] = field(default_factory=list)
-    """QA sets whose train parts are pooled for fine-tuning (default: the task's own), e.g. cmrc2018 drcd, or
-    korquad cmrc2018 drcd for one ko+zh model"""
-    epochs: int = 3
-    """passes over the training windows; the best on val is kept"""
-    batch_size: int = 16
-    """windows per step"""
-    lr: float = 5e-5
-    """peak AdamW learning rate"""
-    weight_decay: float = 0.01
-    """AdamW weight decay (not on biases and LayerNorm weights)"""
-    warmup_ratio: float = 0.1
-    """share of the steps with a linearly rising learning rate"""
-    max_seq_length: int = 384
-    """tokens per window"""
-    doc_stride: int = 128
-    """tokens shared by consecutive windows of a long context"""
-    max_query_length: int = 64
-    """longer questions are cut, in tokens"""
-    max_answer_length: int = 30
-    """longest answer, in tokens"""
-    max_rows: int | None = None
-    """use only the first N training questions of each training set (quick runs and tests)"""
-    max_eval_rows: int | None = None
-    """score only the first N questions of val and test (quick runs and tests; the result says so)"""
-    seed: int = DEFAULT_SEED
-    """seed of initialisation and batch order"""
-    max_grad_norm: float = 1.0
-    """clip the gradient norm to this before every optimiser step"""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
-    fp32 or bf16 to force one (training and evaluation)"""
-    checkpoint_steps: int = 200
-    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
-    same command after a crash resumes from it"""
-
-    def settings(self) -> QASettings:
-        return QASettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
-                          max_query_length=self.max_query_length, max_answer_length=self.max_answer_length)
 
 
 def _check_task(task: str) -> QASplits:

@@ -1,0 +1,158 @@
+"""Passage retrieval on the extractive QA sets: each test question must find its paragraph among every
+paragraph of the data set's public files.
+
+The queries are the questions of the kit's test articles (``korquad:test``, ``cmrc2018:test``,
+``drcd:test``, the fixed article carve of :mod:`kalbert.data.registry`); the corpus is every paragraph of
+every file the data set registers, each distinct paragraph once (KorQuAD: its dev file; CMRC 2018: dev and
+trial; DRCD: dev and test), so a test question competes with the paragraphs of train and val articles too.
+A question's one relevant item is its own paragraph. Scores follow MTEB (:func:`ranking_metrics`).
+
+Dense models rank by cosine with their query and document prompts (:mod:`kalbert.bench.dense`) and are
+also fused with BM25 by reciprocal rank fusion, the weight picked on the val articles' questions. DRCD is
+in Traditional script: BM25 and TF-IDF read it converted to Simplified (OpenCC t2s), as the kit's QA verbs
+give it to a Chinese model; a dense model reads it as published, as ``SentenceTransformer(path)`` gets a
+user's text: reading Traditional characters is the model's own job (its vocabulary's normalizer, `kalbert
+vocab normalize`). Every record names what was read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kalbert.bench.dense import RoleEncoder, dense_vectors
+from kalbert.bench.metrics import ranking_metrics
+from kalbert.bench.tasks import BenchTask
+from kalbert.data import data_path, get_spec, load_qa
+from kalbert.data.formats import json_value
+from kalbert.data.script import read_as, reads_simplified, to_simplified
+from kalbert.errors import KalbertError
+from kalbert.ranking import reciprocal_rank_fusion, top_k
+from kalbert.text.lexical import BM25Index
+
+log = logging.getLogger(__name__)
+
+DEPTH = 1000
+"""items each system ranks per query (the whole corpus when smaller): what fusion draws from"""
+TOP = 100
+"""items scored per query: the deepest cut-off, recall@100"""
+RRF_K = 60
+FUSION_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+"""the model's weight in the fusion (BM25 gets 1 minus it), tried on the val questions"""
+FUSED = "cosine + BM25 (RRF)"
+"""the setting of fused records"""
+LEXICAL_LANGUAGES = ["ko", "zh"]
+"""what BM25 and TF-IDF read like: kalbert's Korean and Simplified Chinese (jieba's dictionary)"""
+MAIN_SCORE = "ndcg_at_10"
+
+
+@dataclass(frozen=True)
+class RetrievalData:
+    """A retrieval task's corpus and its questions by split, each question's paragraph as a corpus index."""
+
+    corpus: list[str]
+    """every distinct paragraph of the data set's files, in file order"""
+    files: list[str]
+    """the registry paths the corpus was read from"""
+    queries: dict[str, list[str]]
+    """split -> its questions (the reported split and the one picking the fusion weight)"""
+    gold: dict[str, np.ndarray]
+    """split -> the corpus index of each question's paragraph"""
+
+    def simplified(self) -> RetrievalData:
+        """Every text converted to Simplified script (OpenCC t2s); the indices stay."""
+        queries = {split: [to_simplified(q) for q in questions] for split, questions in self.queries.items()}
+        return RetrievalData([to_simplified(text) for text in self.corpus], self.files, queries, self.gold)
+
+
+def _paragraphs(path: Path) -> list[str]:
+    data = json_value(path)
+    try:
+        return [paragraph["context"] for article in data["data"] for paragraph in article["paragraphs"]]
+    except (KeyError, TypeError) as exc:
+        raise KalbertError(f"{path} is not SQuAD-format JSON ({exc})",
+                           "re-download it from the data set's URL") from None
+
+
+def load_retrieval(task: BenchTask) -> RetrievalData:
+    """The corpus of every file ``task.dataset`` registers and the questions of its reported and selecting splits."""
+    spec = get_spec(task.dataset)
+    files: dict[str, Path] = {}
+    for split, rels in spec.splits.items():
+        for rel, path in zip(rels, data_path(task.dataset, split), strict=True):
+            files.setdefault(rel, path)
+    corpus = list(dict.fromkeys(text for path in files.values() for text in _paragraphs(path)))
+    place = {text: i for i, text in enumerate(corpus)}
+    queries, gold = {}, {}
+    for split in (task.select_split, task.split):
+        examples = load_qa(task.dataset, split)
+        queries[split] = [e.question for e in examples]
+        gold[split] = np.array([place[e.context] for e in examples], dtype=np.int64)
+    return RetrievalData(corpus, list(files), queries, gold)
+
+
+def dense_ranking(queries: np.ndarray, passages: np.ndarray, depth: int) -> np.ndarray:
+    """The ``depth`` passages of highest cosine per query (unit vectors), a block of queries at a time."""
+    blocks = [top_k(queries[i: i + 256] @ passages.T, depth)[0] for i in range(0, len(queries), 256)]
+    return np.concatenate(blocks) if blocks else np.zeros((0, min(depth, len(passages))), dtype=np.int64)
+
+
+def pick_fusion_weight(model: np.ndarray, bm25: np.ndarray, gold: np.ndarray) -> tuple[float, dict[str, float]]:
+    """The model weight of :data:`FUSION_WEIGHTS` whose fusion scores the best nDCG@10 on these (val) questions,
+    ties to the weight nearest 0.5 (then the lower), and every weight's nDCG@10."""
+    scores = {weight: ranking_metrics(reciprocal_rank_fusion([model, bm25], [weight, 1.0 - weight], k=RRF_K, top=TOP),
+                                      gold)[MAIN_SCORE] for weight in FUSION_WEIGHTS}
+    best = max(FUSION_WEIGHTS, key=lambda w: (scores[w], -abs(w - 0.5), -w))
+    return best, {f"{w:.1f}": round(score, 4) for w, score in scores.items()}
+
+
+def _record(task: BenchTask, data: RetrievalData, setting: str, ranked: np.ndarray, wall: float,
+            extra: dict[str, Any]) -> list[dict[str, Any]]:
+    common = {"task": task.name, "dataset": task.dataset, "split": task.split, "lang": task.lang, "group": task.group,
+              "label": task.label, "setting": setting, "n": len(data.queries[task.split]),
+              "n_corpus": len(data.corpus), "corpus": data.files, "main_score": MAIN_SCORE,
+              "wall_seconds": round(wall, 2), **extra}
+    scores = ranking_metrics(ranked, data.gold[task.split])
+    return [{**common, "metric": metric, "value": round(scores[metric], 4)} for metric in task.metrics]
+
+
+def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,
+                       progress: bool = True) -> list[dict[str, Any]]:
+    """Records of ``encoder`` on a retrieval task: a lexical baseline's own ranking, or a dense model's cosine
+    ranking and its fusion with BM25."""
+    start = time.perf_counter()
+    test, val = task.split, task.select_split
+    depth = min(DEPTH, len(data.corpus))
+    lexical = data.simplified() if reads_simplified(task.dataset, LEXICAL_LANGUAGES) else data
+    lexical_read = read_as(task.dataset, lexical is not data)
+    if hasattr(encoder, "search_index"):  # TF-IDF, BM25
+        ranked = encoder.search_index(lexical.corpus).search(lexical.queries[test], TOP)[0]
+        return _record(task, data, encoder.retrieval_setting, ranked, time.perf_counter() - start,
+                       {"read_as": lexical_read})
+
+    texts = data
+    passage, query = RoleEncoder(encoder, "passage", task.lang), RoleEncoder(encoder, "query", task.lang)
+    passages = dense_vectors(passage, texts.corpus, cache_dir, progress)
+    model = {split: dense_ranking(dense_vectors(query, texts.queries[split], cache_dir, progress), passages, depth)
+             for split in (val, test)}
+    dense_info = {"read_as": read_as(task.dataset, False),
+                  "prompts": {"query": query.prompt, "passage": passage.prompt},
+                  "max_seq_length": passage.max_seq_length,
+                  "passages_over_max_seq_length": passage.over_limit(texts.corpus)}
+    dense_wall = time.perf_counter() - start
+
+    bm25_index = BM25Index.build(lexical.corpus)
+    bm25 = {split: bm25_index.search(lexical.queries[split], depth)[0] for split in (val, test)}
+    weight, tried = pick_fusion_weight(model[val], bm25[val], data.gold[val])
+    fused = reciprocal_rank_fusion([model[test], bm25[test]], [weight, 1.0 - weight], k=RRF_K, top=TOP)
+    fusion = {"method": "reciprocal rank fusion", "k": RRF_K, "depth": depth, "model_weight": weight,
+              "bm25_weight": round(1.0 - weight, 1), "picked_on": f"{task.dataset}:{val}",
+              f"val_{MAIN_SCORE}": tried, "bm25_read_as": lexical_read}
+    log.info("%s: fusion weight %.1f for %s (picked on %s:%s)", task.name, weight, encoder.name, task.dataset, val)
+    return (_record(task, data, "cosine", model[test], dense_wall, dense_info)
+            + _record(task, data, FUSED, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion}))

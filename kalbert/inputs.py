@@ -1,0 +1,220 @@
+"""What each verb takes, declared once and checked before any work.
+
+Every folder a verb reads is declared with the kinds it accepts (its ``kalbert.json`` ``kind``, or what a folder
+made elsewhere holds: :func:`kalbert.artifact.folder_kind`), teachers by name or folder, data by set name or file,
+and outputs must not exist unless ``--overwrite``. The CLI checks a verb's inputs after parsing and before the
+verb imports a model (:func:`kalbert.cli.common.check_args`), so a wrong folder costs one line, not the minutes a
+model load or a teacher's encoding would take before failing, and nothing is written or cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kalbert.artifact import MAKERS, Kind, folder_kind, kind_name
+from kalbert.errors import KalbertError
+
+E5 = "multilingual-e5-small"
+"""The teacher name that stands for its folder, exported on first use (kalbert.teachers.backends.e5_folder)."""
+
+
+@dataclass(frozen=True)
+class Folder:
+    """An existing folder of one of ``kinds``."""
+
+    kinds: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    """names accepted in place of a folder"""
+    what: str = ""
+    """what the kinds amount to, where naming each would be a list ("an ALBERT or BERT checkpoint")"""
+    makers: str = ""
+    """the commands that make one, where naming each would be a list"""
+
+    def check(self, flag: str, value: str) -> None:
+        if value in self.names:
+            return
+        path = Path(value).expanduser()
+        wanted = self.what or f"a {' or '.join(kind_name(kind) for kind in self.kinds)} folder"
+        makers = self.makers or " or ".join(f"`{MAKERS[Kind(kind)]}`" for kind in self.kinds)
+        also = f", or {' or '.join(self.names)}" if self.names else ""
+        if not path.exists():
+            raise KalbertError(f"{flag} {value}: folder not found", f"{flag} takes {wanted}{also}")
+        if not path.is_dir():
+            raise KalbertError(f"{flag} {value} is a file, not {wanted}", f"make one with {makers}{also}")
+        kind = folder_kind(path)
+        if kind in self.kinds:
+            return
+        if kind == Kind.PRETRAINING_RUN and Kind.PRETRAINED_MODEL in self.kinds:
+            raise KalbertError(f"{flag} {value} is a pretraining run folder, not a model folder",
+                               f"pass its exported model: {path / 'model'}")
+        what = f"a {kind_name(kind)} folder" if kind else "not a folder kalbert recognises (no kalbert.json)"
+        raise KalbertError(f"{flag} {value} is {what}; {flag} takes {wanted}{also}", f"make one with {makers}")
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """A named teacher, a teacher or sentence-model folder, or a hub id already downloaded."""
+
+    def check(self, flag: str, value: str) -> None:
+        from kalbert.teachers.backends import check_teacher
+
+        check_teacher(value)
+
+
+@dataclass(frozen=True)
+class Data:
+    """Data-set names (``korsts:dev``) or existing files; a name that is neither says which set it resembles."""
+
+    selects: bool = False
+    """it picks checkpoints or stages, so a reported split is refused (:func:`kalbert.data.assert_selectable`)"""
+
+    def check(self, flag: str, value: str) -> None:
+        from kalbert.data.registry import assert_selectable, parse_ref
+
+        path = Path(value).expanduser()
+        if path.is_file():
+            return
+        if path.is_dir():
+            raise KalbertError(f"{flag} {value} is a folder", "give a data-set name (kalbert data list) or a file")
+        name = value.partition(":")[0]
+        if any(mark in name for mark in ("/", "\\", ".", "~")):
+            raise KalbertError(f"{flag} {value}: file not found", "check the path, or give a data-set name "
+                               "(kalbert data list)")
+        name, split = parse_ref(value)
+        if self.selects and split:
+            assert_selectable(name, split, flag)
+
+
+@dataclass(frozen=True)
+class File:
+    """An existing file."""
+
+    def check(self, flag: str, value: str) -> None:
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise KalbertError(f"{flag} {value}: {'is a folder' if path.is_dir() else 'file not found'}",
+                               "give an existing file")
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file or folder the verb creates: refused when it exists (unless --overwrite) or cannot be made."""
+
+    what: str = "folder"
+    needs: str | None = None
+    """a setting without which this output is never written (qa predict --out needs --jsonl)"""
+
+    def check(self, flag: str, value: str, values: dict[str, Any], overwrite: bool) -> None:
+        if self.needs and not values.get(self.needs):
+            raise KalbertError(f"{flag} is only written with {_flag(self.needs)}",
+                               f"add {_flag(self.needs)} FILE or drop {flag}")
+        path = Path(value).expanduser()
+        parent = next((p for p in path.parents if p.exists()), Path("."))
+        if not parent.is_dir():
+            raise KalbertError(f"{flag} {value}: {parent} is a file, so nothing can be written under it")
+        if not path.exists():
+            return
+        if path.is_dir() != (self.what == "folder"):
+            raise KalbertError(f"{flag} {value} is a {'folder' if path.is_dir() else 'file'}; {flag} names an "
+                               f"output {self.what}", "choose another path")
+        if not overwrite:
+            raise KalbertError(f"output {self.what} {value} already exists",
+                               f"pass --overwrite or choose another {flag}")
+
+
+@dataclass(frozen=True)
+class Choices:
+    """Two or more distinct, non-empty answers."""
+
+    def check(self, flag: str, values: list[str]) -> None:
+        if len(values) < 2:
+            raise KalbertError(f"{flag} needs two or more answers, got {len(values)}")
+        if any(not value.strip() for value in values):
+            raise KalbertError(f"{flag}: an answer is empty", "give every choice some text")
+        if len({value.strip() for value in values}) < len(values):
+            raise KalbertError(f"{flag}: the same answer is given twice", "give distinct choices")
+
+
+Input = Folder | Teacher | Data | File | Output | Choices
+
+# The folders each kind of verb starts from.
+ENCODER_START = Folder((Kind.PRETRAINED_MODEL, Kind.TEACHER, Kind.SENTENCE_MODEL, Kind.QA_MODEL, Kind.MC_MODEL),
+                       names=(E5,), what="an ALBERT or BERT checkpoint folder (pretrained, a teacher, or fine-tuned)",
+                       makers="`kalbert pretrain` or `kalbert transplant`")
+"""what the task fine-tunings read: any ALBERT or BERT checkpoint, a fine-tuned one too (intermediate tasks)"""
+SENTENCE_START = Folder((Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL),
+                        what="a sentence-model or pretrained ALBERT folder",
+                        makers="`kalbert pretrain`, `kalbert transplant` or `kalbert sbert export`")
+"""what sentence-model training reads: a sentence model, or a plain checkpoint it wraps with pooling"""
+TOKENIZER = Folder((Kind.VOCAB, Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL, Kind.STATIC_MODEL, Kind.TEACHER,
+                    Kind.QA_MODEL, Kind.MC_MODEL), what="a vocabulary or model folder (with spiece.model)",
+                   makers="`kalbert vocab build`")
+"""folders with a SentencePiece model"""
+
+INPUTS: dict[str, dict[str, Input]] = {
+    "vocab build": {"inputs": Data(), "out": Output()},
+    "vocab extend": {"base": TOKENIZER, "words": File(), "from_corpus": Data(), "out": Output()},
+    "vocab inspect": {"vocab": TOKENIZER},
+    "data build": {"vocab": Folder((Kind.VOCAB,)), "inputs": Data(), "out": Output()},
+    "data questions": {"out": Output("file")},
+    # pretrain --out is left to the run, which continues an existing one with --resume
+    "pretrain": {"data": Folder((Kind.PRETRAINING_DATA,)), "init_from": Folder((Kind.PRETRAINED_MODEL,)),
+                 "vocab": Folder((Kind.VOCAB,)), "distill_teacher": Teacher()},
+    "transplant": {"teacher": Folder((Kind.TEACHER, Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL), names=(E5,),
+                                     what="a BERT-family encoder folder (a teacher or a plain checkpoint)",
+                                     makers="`kalbert teacher export`"),
+                   "vocab": Folder((Kind.VOCAB,)), "out": Output()},
+    "teacher export": {"out": Output()},
+    "teacher finetune": {"teacher": Teacher(), "train": Data(), "eval": Data(selects=True), "test": Data(),
+                         "out": Output()},
+    "teacher encode": {"teacher": Teacher(), "corpus": Data()},
+    "sbert export": {"model": Folder((Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL)), "tokenizer": TOKENIZER,
+                     "eval": Data(selects=True), "out": Output()},
+    "sbert sts": {"model": SENTENCE_START, "train": Data(), "eval": Data(selects=True), "test": Data(),
+                  "out": Output()},
+    "sbert distill": {"student": SENTENCE_START, "teacher": Teacher(), "parallel": Data(), "corpus": Data(),
+                      "eval": Data(selects=True), "out": Output()},
+    "sbert mine": {"teacher": Teacher(), "corpus": Data(), "out": Output("file")},
+    "sbert average": {"models": Folder((Kind.SENTENCE_MODEL,)), "eval": Data(selects=True), "out": Output()},
+    "static distill": {"vocab": Folder((Kind.VOCAB,)), "teacher": Teacher(), "eval": Data(selects=True),
+                       "out": Output()},
+    "static train": {"init": Folder((Kind.STATIC_MODEL,)), "teacher": Teacher(), "corpus": Data(), "sts": Data(),
+                     "eval": Data(selects=True), "out": Output()},
+    "mc train": {"model": ENCODER_START, "extra_train": File(), "out": Output()},
+    "mc average": {"models": Folder((Kind.MC_MODEL,)), "out": Output()},
+    "mc predict": {"model": Folder((Kind.MC_MODEL,)), "choices": Choices()},
+    "mc cloze": {"corpus": Data(), "out": Output("file")},
+    "qa train": {"model": ENCODER_START, "out": Output()},
+    "qa predict": {"model": Folder((Kind.QA_MODEL,)), "jsonl": File(), "out": Output("file", needs="jsonl")},
+    "qa export": {"model": Folder((Kind.QA_MODEL,)), "out": Output()},
+    "qa evaluate": {"model": Folder((Kind.QA_MODEL,)), "out": Output("file")},
+}
+"""verb -> setting or argument name -> what it must be"""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_inputs(command: str, values: dict[str, Any], overwrite: bool = False) -> None:
+    """Raise a one-line :class:`KalbertError` for the first of ``command``'s declared inputs that ``values`` (setting
+    or argument name -> value) gets wrong; unset ones (None, []) are not checked."""
+    for name, spec in INPUTS.get(command, {}).items():
+        value = values.get(name)
+        if value in (None, [], ""):
+            continue
+        flag = _flag(name)
+        if isinstance(spec, Output):
+            spec.check(flag, value, values, overwrite)
+        elif isinstance(spec, Choices):
+            spec.check(flag, value)
+        else:
+            for item in _items(value):
+                spec.check(flag, item)
+
+
+def _items(value: str | Iterable[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)

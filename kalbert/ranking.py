@@ -1,0 +1,58 @@
+"""Rankings from scores, and rankings merged: exact top-k and reciprocal rank fusion.
+
+Both order equal scores by the lower index, so a ranking is a function of the scores alone (never of a
+partial sort's internals) and a benchmark rerun gives the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` highest columns of each row of ``scores`` ``[n, m]``, best first, ties by lower column:
+    indices int64 ``[n, min(k, m)]`` and their scores (the input's dtype)."""
+    n, m = scores.shape
+    k = max(0, min(k, m))
+    indices = np.empty((n, k), dtype=np.int64)
+    for i, row in enumerate(scores):
+        if k < m:  # every column scoring at least the k-th best, so ties at the cut are all considered
+            candidates = np.flatnonzero(row >= np.partition(row, m - k)[m - k])
+        else:
+            candidates = np.arange(m)
+        indices[i] = candidates[np.lexsort((candidates, -row[candidates]))][:k]
+    return indices, np.take_along_axis(scores, indices, axis=1)
+
+
+def reciprocal_rank_fusion(rankings: list[np.ndarray], weights: Sequence[float] | None = None, k: int = 60,
+                           top: int = 100) -> np.ndarray:
+    """Merge rankings of the same queries by reciprocal rank fusion (Cormack et al. 2009).
+
+    ``rankings``: one ``[n_queries, depth]`` array of item indices per system, best first (-1 pads a short
+    list). An item at 1-based rank r of system i scores ``weights[i] / (k + r)`` (weights default to 1),
+    summed over systems; an item a system did not return gets nothing from it. Returns the ``top`` best
+    items per query, int64 ``[n_queries, top]``, ties by lower index, padded with -1 where fewer items
+    were returned.
+    """
+    if not rankings:
+        raise ValueError("reciprocal_rank_fusion needs at least one ranking")
+    weights = [1.0] * len(rankings) if weights is None else list(weights)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
+    n_queries = len(rankings[0])
+    if any(len(ranking) != n_queries for ranking in rankings):
+        raise ValueError("the rankings cover different numbers of queries")
+    gains = [weight / (k + np.arange(1, ranking.shape[1] + 1, dtype=np.float64))
+             for weight, ranking in zip(weights, rankings, strict=True)]
+    fused = np.full((n_queries, top), -1, dtype=np.int64)
+    for q in range(n_queries):
+        items = np.concatenate([ranking[q] for ranking in rankings]).astype(np.int64)
+        gain = np.concatenate(gains)
+        kept = items >= 0
+        unique, inverse = np.unique(items[kept], return_inverse=True)
+        scores = np.bincount(inverse, weights=gain[kept], minlength=len(unique))
+        best = unique[np.lexsort((unique, -scores))][:top]
+        fused[q, : len(best)] = best
+    return fused

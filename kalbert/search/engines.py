@@ -1,0 +1,134 @@
+"""The faiss engines: exact (flat, float16), HNSW (float16 vectors) and IVF-PQ (PQ codes, re-ranked).
+
+Each writes one ``ENGINE.faiss`` file opened with ``IO_FLAG_MMAP``, so an index larger than RAM opens and
+the page cache holds what queries touch. Vectors are unit length and scored by inner product (cosine).
+IVF-PQ is trained on a sample and re-ranks its ``rerank * k`` candidates against the float16 vectors on
+disk, so its recall is that of its candidate list, not of 8-bit codes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from kalbert.errors import KalbertError
+
+Engine = Literal["auto", "exact", "hnsw", "ivfpq", "milvus"]
+FAISS_ENGINES = ("exact", "hnsw", "ivfpq")
+EXACT_UP_TO = 300_000
+"""``auto`` picks exact search up to this many passages, HNSW above"""
+ADD_ROWS = 65536
+TRAIN_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Engine parameters; 0 picks a default from the index size."""
+
+    hnsw_m: int = 32
+    """HNSW: graph neighbours per vector (more: better recall, more memory)."""
+    ef_construction: int = 100
+    """HNSW: candidates kept while inserting (more: better graph, slower build)."""
+    ef_search: int = 256
+    """HNSW: candidates kept while searching (more: better recall, slower queries)."""
+    ivf_lists: int = 0
+    """IVF-PQ: inverted lists (0: about 4 * sqrt(passages), a power of two)."""
+    pq_bytes: int = 0
+    """IVF-PQ: bytes per vector code, a divisor of the dimension (0: dimension / 4)."""
+    nprobe: int = 0
+    """IVF-PQ: lists scanned per query (0: a sixteenth of the lists, at least 64)."""
+    rerank: int = 10
+    """IVF-PQ: candidates per hit re-scored against the float16 vectors."""
+
+
+def pick_engine(engine: Engine, passages: int) -> str:
+    if engine != "auto":
+        return engine
+    return "exact" if passages <= EXACT_UP_TO else "hnsw"
+
+
+def faiss_module():
+    try:
+        import faiss
+    except ImportError:
+        raise KalbertError("faiss is not installed", "pip install faiss-cpu==1.15.1 (a kalbert dependency)") from None
+    return faiss
+
+
+def _ivf_shape(count: int, dim: int, settings: EngineSettings) -> tuple[int, int]:
+    lists = settings.ivf_lists or max(1, min(65536, 2 ** round(math.log2(4 * math.sqrt(count)))))
+    lists = min(lists, max(1, count // 39))  # faiss wants 39 training points per centroid
+    pq = settings.pq_bytes or next(m for m in (dim // 4, dim // 2, dim // 3, dim) if m and dim % m == 0)
+    if dim % pq:
+        raise KalbertError(f"--pq-bytes {pq} does not divide the {dim} dimensions", "pick a divisor of the dimension")
+    return lists, pq
+
+
+def _rows(vectors: np.ndarray, start: int, stop: int) -> np.ndarray:
+    return np.ascontiguousarray(vectors[start:stop], dtype=np.float32)
+
+
+def build_faiss(engine: str, vectors: np.ndarray, path: Path, settings: EngineSettings) -> dict[str, Any]:
+    """Build ``engine`` over float16 ``vectors`` [n, dim] into ``path``; return its parameters."""
+    faiss = faiss_module()
+    count, dim = vectors.shape
+    ip, fp16 = faiss.METRIC_INNER_PRODUCT, faiss.ScalarQuantizer.QT_fp16
+    params: dict[str, Any] = {}
+    if engine == "exact":
+        index = faiss.IndexScalarQuantizer(dim, fp16, ip)
+    elif engine == "hnsw":
+        index = faiss.IndexHNSWSQ(dim, fp16, settings.hnsw_m, ip)
+        index.hnsw.efConstruction = settings.ef_construction
+        params = {"m": settings.hnsw_m, "ef_construction": settings.ef_construction, "ef_search": settings.ef_search}
+    elif engine == "ivfpq":
+        lists, pq = _ivf_shape(count, dim, settings)
+        index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, pq, 8, ip)
+        sample = np.sort(np.random.default_rng(0).choice(count, size=min(count, TRAIN_ROWS), replace=False))
+        index.train(np.asarray(vectors[sample], dtype=np.float32))
+        nprobe = min(settings.nprobe or max(64, lists // 16), lists)
+        params = {"lists": lists, "pq_bytes": pq, "nprobe": nprobe, "rerank": settings.rerank,
+                  "trained_on": len(sample)}
+    else:
+        raise KalbertError(f"unknown engine {engine!r}", f"use one of {', '.join(FAISS_ENGINES)} or milvus")
+    for start in range(0, count, ADD_ROWS):
+        index.add(_rows(vectors, start, min(start + ADD_ROWS, count)))
+    faiss.write_index(index, str(path))
+    return params
+
+
+class FaissSearcher:
+    """A memory-mapped faiss index; ``vectors`` (the float16 rows) re-rank IVF-PQ candidates."""
+
+    def __init__(self, engine: str, path: Path, params: dict[str, Any], vectors: np.ndarray) -> None:
+        faiss = faiss_module()
+        try:
+            self.index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
+        except RuntimeError as exc:
+            raise KalbertError(f"search index file {path} is corrupted ({str(exc).splitlines()[0][:120]})",
+                               "rebuild it with `kalbert search build`") from None
+        if self.index.ntotal != len(vectors):
+            raise KalbertError(f"search index file {path} holds {self.index.ntotal} vectors, not {len(vectors)}",
+                               "rebuild it with `kalbert search build`")
+        self.engine, self.params, self.vectors = engine, params, vectors
+        if engine == "hnsw":
+            self.index.hnsw.efSearch = params["ef_search"]
+        elif engine == "ivfpq":
+            self.index.nprobe = params["nprobe"]
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` (scores, rows) of unit-length float32 ``queries``; rows -1 where fewer were found."""
+        if self.engine != "ivfpq":
+            return self.index.search(queries, k)
+        _, candidates = self.index.search(queries, min(k * self.params["rerank"], self.index.ntotal))
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        rows = np.full((len(queries), k), -1, dtype=np.int64)
+        for i, found in enumerate(candidates):
+            found = np.sort(found[found >= 0])  # ascending rows: a sequential read of the memory map
+            exact = np.asarray(self.vectors[found], dtype=np.float32) @ queries[i]
+            order = np.argsort(-exact)[:k]
+            scores[i, : len(order)], rows[i, : len(order)] = exact[order], found[order]
+        return scores, rows
