@@ -24,6 +24,9 @@ BENCH = {  # README label -> (task, split, metric) of a results row
     "KorQuAD 1.0 test F1": ("korquad", "test", "f1"),
     "CMRC 2018 test F1": ("cmrc2018", "test", "f1"),
     "DRCD test F1": ("drcd", "test", "f1"),
+    "KorQuAD retrieval MRR@10": ("korquad-retrieval", "test", "mrr_at_10"),
+    "CMRC 2018 retrieval MRR@10": ("cmrc2018-retrieval", "test", "mrr_at_10"),
+    "DRCD retrieval MRR@10": ("drcd-retrieval", "test", "mrr_at_10"),
 }
 
 

@@ -129,13 +129,14 @@ def _distill(args: argparse.Namespace) -> int:
 
 def _average(args: argparse.Namespace) -> int:
     from kalbert.sentence.average import average_models
+    from kalbert.sentence.evaluate import dev_metric
 
     result = average_models(config_from_args(args), overwrite=args.overwrite)
     print(f"averaged sentence model: {result.out} (loads with SentenceTransformer('{result.out}'))")
     for ref, score in result.scores.items():
-        print(f"  {ref} spearman_cosine: {score:.4f}")
+        print(f"  {ref} {dev_metric(ref)}: {score:.4f}")
     if len(result.scores) > 1:  # the figure `sbert sts` picks by, so an average and its sources compare at a glance
-        print(f"  dev Spearman (mean of the --eval splits): {sum(result.scores.values()) / len(result.scores):.4f}")
+        print(f"  dev score (mean of the --eval splits): {sum(result.scores.values()) / len(result.scores):.4f}")
     return 0
 
 

@@ -8,6 +8,7 @@ starting point (the record names every source, so lineage checks see what each w
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -55,10 +56,20 @@ def _check_same_shape(folders: list[Path]) -> None:
     first = folders[0]
     for folder in folders[1:]:
         for name in _SAME_FILES:
-            if (first / name).is_file() != (folder / name).is_file() or (
-                    (first / name).is_file() and sha256_file(first / name) != sha256_file(folder / name)):
+            if _identity(first / name) != _identity(folder / name):
                 raise KalbertError(f"{folder} and {first} differ in {name}",
                                    "only models with the same modules and tokenizer can be averaged")
+
+
+def _identity(path: Path) -> str | None:
+    """What must match across averaged folders: the file's hash; for tokenizer.json, all but the truncation and
+    padding it was saved with (a model trained at another max_seq_length tokenizes alike)."""
+    if not path.is_file():
+        return None
+    if path.name != "tokenizer.json":
+        return sha256_file(path)
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    return json.dumps({k: v for k, v in tokenizer.items() if k not in ("truncation", "padding")}, sort_keys=True)
 
 
 @dataclass
