@@ -259,7 +259,9 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 def markdown(report: dict[str, Any]) -> str:
     hardware = report["hardware"]
-    lines = ["# Search at scale: engines from 10^4 to 10^6 passages", "", "```", report["command"], "```", "",
+    sizes = sorted({result["passages"] for result in report["runs"]})
+    lines = [f"# Search at scale: engines from {sizes[0]:,} to {sizes[-1]:,} passages", "", "```", report["command"],
+             "```", "",
              f"{describe_cpu(hardware)}, {hardware['usable_cpus']} usable CPUs, load average "
              f"{report['load_avg'][0]} before and {report['load_avg'][1]} after; model {report['model']} "
              f"({report['dim']}-d); {report['queries']} queries (KorSTS and stsb-zh test sentences). Latency is "
@@ -271,16 +273,16 @@ def markdown(report: dict[str, Any]) -> str:
              f"on {report['faiss_threads']} threads.", "",
              "| engine | passages | encode s | encode MiB | build s | engine s | peak MiB | recall@10 | p50 ms "
              "| p99 ms | engine MiB | folder MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in report["results"]:
+    for r in report["runs"]:
         lines.append(f"| {r['engine']} | {r['passages']:,} | {r['encode_seconds']} | {r['encode_peak_rss_mb']:,} | "
                      f"{r['build_seconds']} | {r['engine_seconds']} | {r['peak_rss_mb']:,} | {r['recall_at_10']} | "
                      f"{r['p50_ms']} | {r['p99_ms']} | {r['engine_mb']:,} | {r['folder_mb']:,} |")
-    encode = next((r["query_encode"] for r in reversed(report["results"]) if r["query_encode"]), None)
+    encode = next((r["query_encode"] for r in reversed(report["runs"]) if r["query_encode"]), None)
     if encode:
         lines += ["", f"Encoding one query: p50 {encode['p50_ms']} ms, p99 {encode['p99_ms']} ms."]
     lines += ["", "Query-time settings on the same indexes:", "",
               "| engine | passages | setting: recall@10, p99 ms |", "|---|---:|---|"]
-    for r in report["results"]:
+    for r in report["runs"]:
         if r["sweep"]:
             name = next(iter(r["sweep"][0]))
             lines.append(f"| {r['engine']} | {r['passages']:,} | " + "; ".join(
@@ -351,7 +353,7 @@ def main() -> None:
     prefix = args.out or RESULTS / "search_scale"
     params = {r["engine"]: r["engine_params"] for r in results}
     report = {"command": shlex.join(["python", *sys.argv]), "model": args.model, "dim": results[0]["dim"],
-              "queries": len(texts), "k": K, "corpus": args.corpus, "faiss_threads": args.threads, "results": results,
+              "queries": len(texts), "k": K, "corpus": args.corpus, "faiss_threads": args.threads, "runs": results,
               "paper_estimate": paper_estimate(results),
               "bytes_at_paper_size": bytes_at(PAPER_SIZE, results[0]["dim"], params),
               "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)], "hardware": hardware_block()}

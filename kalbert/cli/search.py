@@ -33,7 +33,9 @@ def register(nouns) -> None:
         "  kalbert search build --corpus kowiki --out outputs/kowiki-index --engine hnsw "
         "--model models/static-ko-zh-48k\n"
         "  kalbert search build --corpus korsts:test --out outputs/index-milvus --engine milvus "
-        "--uri outputs/milvus.db",
+        "--uri outputs/milvus.db\n"
+        "  kalbert search build --corpus korsts:test --out outputs/index-int8 --model outputs/sbert-onnx "
+        "--backend onnx-int8",
         _build)
     add_config_arguments(build, "kalbert.search.build:SearchBuildConfig")
     add_overwrite(build)

@@ -29,7 +29,7 @@ from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.encoder import load_sentence_model
-from kalbert.sentence.evaluate import dev_evaluator, evaluate_sts, parse_dev_ref, parse_sts_ref
+from kalbert.sentence.evaluate import dev_evaluator, dev_metric, evaluate_sts, parse_dev_ref, parse_sts_ref
 from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
@@ -207,8 +207,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):
-        metric = "spearman_cosine" if hasattr(evaluator, "sentences1") else "ndcg_at_10"
-        add_metric(meta, "sts", ref, metric, result.best.metrics[evaluator.primary_metric])
+        add_metric(meta, "sts", ref, dev_metric(ref), result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():
         add_metric(meta, "sts", ref, "spearman_cosine", score)
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:

@@ -116,7 +116,7 @@ def test_a_folder_exported_on_another_cpu_still_loads(onnx_sbert, torch_vectors,
 
     monkeypatch.setattr(onnxruntime, "InferenceSession", refuses)
     with pytest.raises(KalbertError, match=rf"cannot run model_q?u?int8_{preset}\.onnx \(int8 preset {preset}\) "
-                                           r"on this CPU \(Other, AVX2\): .*NOT_IMPLEMENTED.*use --backend onnx"):
+                                           r"on this CPU \(Other, (AVX2|AVX-512 VNNI)\): .*NOT_IMPLEMENTED.*use --backend onnx"):
         load_sentence_model(onnx_sbert, backend="onnx-int8")
 
 
@@ -191,11 +191,11 @@ def test_search_build_and_query_with_onnx(onnx_sbert, tmp_path, capsys):
     index = tmp_path / "index"
     assert main(["search", "build", "--model", str(onnx_sbert), "--corpus", str(corpus), "--out", str(index),
                  "--backend", "onnx-int8"]) == 0
-    assert json.loads((index / "index.json").read_text(encoding="utf-8"))["build"]["backend"] == "onnx-int8"
+    assert json.loads((index / "kalbert.json").read_text(encoding="utf-8"))["config"]["backend"] == "onnx-int8"
     capsys.readouterr()
     assert main(["search", "query", "--index", str(index), "--json", "-k", "1", SENTENCES[2]]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["model_backend"] == "onnx-int8" and result["hits"][0][0]["sentence"] == SENTENCES[2]
+    assert result["model_backend"] == "onnx-int8" and result["hits"][0][0]["passage"] == SENTENCES[2]
     assert main(["search", "query", "--index", str(index), "--json", "--backend", "onnx", SENTENCES[0]]) == 0
     assert json.loads(capsys.readouterr().out)["model_backend"] == "onnx"
 

@@ -42,18 +42,18 @@ def test_search_build_and_query_precision(tiny_sbert, tmp_path, fake_cpu, capsys
     fake_cpu(NATIVE)
     native = tmp_path / "native"
     assert main(["search", "build", "--model", str(tiny_sbert), "--corpus", str(corpus), "--out", str(native)]) == 0
-    meta = json.loads((native / "index.json").read_text(encoding="utf-8"))
-    assert meta["precision"] == "bf16" and meta["build"]["precision"] == "auto"
+    meta = json.loads((native / "kalbert.json").read_text(encoding="utf-8"))
+    assert meta["precision"] == "bf16" and meta["config"]["precision"] == "auto"
     assert "avx512_bf16" in meta["hardware"]["instruction_sets"]
     fake_cpu(AVX2)
     plain = tmp_path / "plain"
     assert main(["search", "build", "--model", str(tiny_sbert), "--corpus", str(corpus), "--out", str(plain)]) == 0
-    assert json.loads((plain / "index.json").read_text(encoding="utf-8"))["precision"] == "fp32"
+    assert json.loads((plain / "kalbert.json").read_text(encoding="utf-8"))["precision"] == "fp32"
     capsys.readouterr()
     for precision in ("fp32", "bf16"):
         assert main(["search", "query", "--index", str(native), "--json", "-k", "1", "--precision", precision,
                      SENTENCES[2]]) == 0
-        assert json.loads(capsys.readouterr().out)["hits"][0][0]["sentence"] == SENTENCES[2]
+        assert json.loads(capsys.readouterr().out)["hits"][0][0]["passage"] == SENTENCES[2]
 
 
 def test_teacher_encode_precision_picks_the_cache(tiny_sbert, tmp_path, fake_cpu, capsys):
