@@ -1,13 +1,14 @@
-"""`kalbert sbert sts`: train a sentence model on graded STS pairs and NLI-style pairs.
+"""`kalbert sbert sts`: train a sentence model on graded STS pairs, NLI-style pairs and question -> passage pairs.
 
 Graded pairs (KorSTS, STS-B zh, CNSD) train with CoSENT (default), AnglE or cosine-MSE on score/5.
 NLI sets (KorNLI xnli dev, OCNLI) and paraphrase sets (AFQMC, ATEC) add (anchor, positive[, hard
 negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss); with ``pair_loss="graded"``
 a paraphrase set's pairs, non-paraphrases included, train like graded pairs scored 1 or 0 instead. A
 graded-pair TSV file (``kalbert sbert mine`` writes them) trains like a graded set if no evaluation
-sentence is in it. Every epoch (or ``eval_steps``) the model is scored on the named dev split with
-sentence-transformers' EmbeddingSimilarityEvaluator, checked for collapse, and the best-scoring weights
-are what is saved.
+sentence is in it. QA sets (KorQuAD, CMRC 2018, DRCD train articles) add (question, paragraph, the next
+paragraph of its article) rows with in-batch negatives, encoded with the model's query and document prompts.
+Every epoch (or ``eval_steps``) the model is scored on the named dev splits (STS Spearman, or nDCG@10 on a QA
+set's val articles), checked for collapse, and the best-scoring weights are what is saved.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ class STSConfig:
     out: str
     """Output sentence-model folder (the best evaluated checkpoint)."""
     train: list[str] = field(default_factory=lambda: ["korsts:train"])
-    """Training sets: STS (graded), NLI or paraphrase-pair names, split after ':' (default: train), or graded-pair
-    TSV files (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
+    """Training sets: STS (graded), NLI, paraphrase-pair or QA names (a QA set trains question -> paragraph
+    search on its train articles), split after ':' (default: train), or graded-pair TSV files (sentence1,
+    sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
     eval: str | list[str] = "korsts:dev"
     """Dev split that picks the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
     e.g. korquad:val); several (e.g. korsts:dev korquad:val): their mean picks."""
