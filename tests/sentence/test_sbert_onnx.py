@@ -116,7 +116,8 @@ def test_a_folder_exported_on_another_cpu_still_loads(onnx_sbert, torch_vectors,
 
     monkeypatch.setattr(onnxruntime, "InferenceSession", refuses)
     with pytest.raises(KalbertError, match=rf"cannot run model_q?u?int8_{preset}\.onnx \(int8 preset {preset}\) "
-                                           r"on this CPU \(Other, (AVX2|AVX-512 VNNI)\): .*NOT_IMPLEMENTED.*use --backend onnx"):
+                                           r"on this CPU \(Other, (AVX2|AVX-512 VNNI)\): "
+                                           r".*NOT_IMPLEMENTED.*use --backend onnx"):
         load_sentence_model(onnx_sbert, backend="onnx-int8")
 
 
