@@ -38,15 +38,16 @@ from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.pretrain.checkpoint import latest_checkpoint
-from kalbert.pretrain.config import PretrainConfig
+from kalbert.pretrain.config import PretrainConfig, TransplantConfig
 from kalbert.pretrain.curves import METRICS, read_metrics, save_panels
 from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.presets import count_parameters, describe
 from kalbert.pretrain.run_state import config_changes
 from kalbert.pretrain.trainer import MODEL_SUBDIR, pretrain
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.sts import STSConfig, train_sts
-from kalbert.transplant import TransplantConfig, transplant
+from kalbert.sentence.config import STSConfig
+from kalbert.sentence.sts import train_sts
+from kalbert.training import LoopConfig
+from kalbert.transplant import transplant
 
 RESULTS = Path(__file__).parent / "results"
 NAME = "transplant_ablation_trained"

@@ -273,6 +273,15 @@ def _recorded_config(meta: dict[str, Any], path: Path, stage: str | None) -> dic
     return stages[-1]["config"]
 
 
+def recorded_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Setting name -> value of a recorded config (a ``kalbert.json``'s ``config``), nested like its dataclass
+    (``loop: {lr: ...}``) or flat, as records from before a setting moved into a nested config are."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        flat.update(recorded_values(value) if isinstance(value, dict) else {key: value})
+    return flat
+
+
 def config_values(config: Any) -> dict[str, Any]:
     """Setting name -> value of a config instance (nested configs flattened)."""
     values = {}

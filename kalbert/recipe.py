@@ -6,12 +6,13 @@ config is that folder and ``${setting}`` a setting's value, so ``--set setting=v
 ``--set NAME.key=value`` for one stage's config) changes a run without another recipe. ``then`` lists read-only
 kalbert commands run at the end (the demo's search query).
 
-A stage is done when its folder's record has the verb's kind and carries this stage's ``recipe`` block with
-the same config and the same records of the stages it reads; every record written while a stage runs carries
-that block (:func:`kalbert.stage.recipe_stage`), so a killed run leaves a folder that is complete or absent,
-and rerunning resumes at the first stage not done (inside it too, where the verb resumes: distillation, QA
-and pretraining checkpoints, the teacher's embedding cache). A stage whose folder was made otherwise is refused
-in one line unless ``--overwrite``, which rebuilds it and, through their recorded inputs, the stages after it.
+A stage is done when its folder's record has the verb's kind (any kind, for a verb that keeps its input's)
+and carries this stage's ``recipe`` block with the same config and the same records of the stages it reads;
+every record written while a stage runs carries that block (:func:`kalbert.stage.recipe_stage`), so a killed
+run leaves a folder that is complete or absent, and rerunning resumes at the first stage not done (inside it
+too, where the verb resumes: distillation, QA and pretraining checkpoints, the teacher's embedding cache). A
+stage whose folder was made otherwise is refused in one line unless ``--overwrite``, which rebuilds it and,
+through their recorded inputs, the stages after it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from kalbert.artifact import META_FILE, read_meta
 from kalbert.config import build_config, config_values, flatten_values
+from kalbert.config import settings as config_settings
 from kalbert.data.registry import DATASETS
 from kalbert.errors import KalbertError
 from kalbert.stage import recipe_stage
@@ -241,19 +243,29 @@ def _block(recipe: Recipe, stage: Stage) -> dict[str, Any]:
     }
 
 
+def _same_config(recorded: Any, stage: Stage) -> bool:
+    """Whether a record's stage config is ``stage``'s; a setting its verb gained since the record was written
+    matches while the stage leaves it at its default."""
+    if not isinstance(recorded, dict):
+        return False
+    defaults = json.loads(json.dumps({s.name: s.default for s in config_settings(type(stage.config))}, default=str))
+    added = {name: value for name, value in stage.values.items() if name not in recorded and value == defaults[name]}
+    return {**recorded, **added} == stage.values
+
+
 def stage_state(recipe: Recipe, stage: Stage) -> tuple[str, str]:
     """("done" | "todo" | "changed", why) for a stage's folder as it is now."""
     meta = read_meta(stage.record_folder)
-    if meta.get("kind") == stage.verb.kind:
+    if meta.get("kind") and stage.verb.kind in (None, meta["kind"]):  # None: its input's kind, any kind
         block = meta.get("recipe") or {}
-        if block.get("stage") != stage.name or block.get("config") != stage.values:
+        if block.get("stage") != stage.name or not _same_config(block.get("config"), stage):
             return "changed", "was made with other settings"
         if block.get("inputs") != {name: _record_sha(recipe.stage(name)) for name in stage.reads}:
             return "changed", f"was made from other {', '.join(stage.reads)} folders"
         return "done", ""
     if not stage.folder.exists() or (stage.verb.record and not stage.record_folder.exists()):
         return "todo", ""  # absent, or a run folder its verb resumes (pretraining)
-    return "changed", f"holds no {stage.verb.kind} record of this stage"
+    return "changed", f"holds no {stage.verb.kind or 'kalbert'} record of this stage"
 
 
 def _summary(stage: Stage) -> str:

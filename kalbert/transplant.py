@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
 import sentencepiece as spm
 import torch
@@ -37,13 +36,14 @@ from transformers import AlbertConfig, AlbertForPreTraining, PreTrainedModel, Pr
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages, invocation
-from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
+from kalbert.pretrain.config import TransplantConfig
 from kalbert.pretrain.export import TOKENIZER_FILES
 from kalbert.pretrain.presets import describe
 from kalbert.stage import artifact_folder, write_record
 from kalbert.teachers.backends import E5_NAME, e5_folder
+from kalbert.verbs import command_for
 from kalbert.vocab.files import CLS_ID, PAD_ID, SEP_ID, SPIECE, check_special_ids, load_processor
 
 TEACHER_TYPES = ("bert", "xlm-roberta", "roberta")
@@ -62,33 +62,6 @@ LAYER_NAMES = {
 }
 # Parameters a transplant does not fill: the pretraining heads are new.
 NEW_HEADS = ("predictions.", "sop_classifier.")
-
-
-@dataclass
-class TransplantConfig:
-    """A teacher encoder, a kalbert vocabulary and the ALBERT shape to build; recorded in kalbert.json."""
-
-    teacher: str
-    """SentenceTransformer folder (the transformer at its root or in the first module's folder, as
-    `kalbert teacher export` writes it) or a plain HF BertModel / XLM-R folder with its tokenizer."""
-    vocab: str
-    """kalbert vocab folder (`kalbert vocab build`): spiece.model with <pad> <unk> [CLS] [SEP] [MASK] at
-    ids 0-4 and the HF tokenizer files. When the teacher's tokenizer has exactly these pieces (its own
-    vocabulary), the piece mapping is the identity."""
-    out: str
-    """Output model folder (AlbertForPreTraining weights, tokenizer, kalbert.json, README card)."""
-    layers: int = 6
-    """L: teacher layers kept (at most the teacher's)."""
-    embedding_size: int = 128
-    """E: width of the factorised embeddings, 2 <= E <= H; E = H reproduces the teacher's embeddings exactly."""
-    layer_choice: Literal["every-other", "first", "last"] = "every-other"
-    """Which teacher layers: "every-other" (evenly spaced, ending with the last: chosen j = (j+1)*N//L - 1,
-    so 12 -> 6 keeps 1,3,5,7,9,11, 0-based), "first" (0..L-1) or "last" (N-L..N-1)."""
-    share_groups: int | None = None
-    """N shared ALBERT layer groups (must divide L): each group is the mean of its L/N consecutive chosen
-    layers, as ALBERT applies group int(i / (L/N)) at layer i. None: one group per layer (no sharing)."""
-    seed: int = DEFAULT_SEED
-    """Seed of the new MLM and SOP heads' initialisation."""
 
 
 @dataclass
@@ -465,7 +438,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
         meta["seconds"] = round(time.perf_counter() - started, 1)
         teacher_root = e5_folder() if str(config.teacher) == E5_NAME else config.teacher  # not its module folder
         meta = write_record(tmp, meta, Kind.PRETRAINED_MODEL, [teacher_root, vocab],
-                            command=render_command("kalbert transplant", config))
+                            command=command_for(config))
         atomic_write_text(tmp / "README.md", model_card(out.name, meta))
     return result
 

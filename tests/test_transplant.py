@@ -18,7 +18,8 @@ import sentencepiece as spm
 import torch
 
 from kalbert.cli.main import main
-from kalbert.transplant import TransplantConfig, choose_layers, map_pieces, transplant
+from kalbert.pretrain.config import TransplantConfig
+from kalbert.transplant import choose_layers, map_pieces, transplant
 from kalbert.vocab.files import SPECIAL_TOKENS, SPIECE, write_vocab_files
 
 HIDDEN, LAYERS, HEADS, FFN, POSITIONS = 32, 4, 4, 64, 64

@@ -70,7 +70,8 @@ class RetrievalData:
         return RetrievalData([to_simplified(text) for text in self.corpus], self.files, queries, self.gold)
 
 
-def _paragraphs(path: Path) -> list[str]:
+def squad_paragraphs(path: Path) -> list[str]:
+    """Every paragraph (``context``) of a SQuAD-format file, in file order."""
     data = json_value(path)
     try:
         return [paragraph["context"] for article in data["data"] for paragraph in article["paragraphs"]]
@@ -86,7 +87,7 @@ def load_retrieval(task: BenchTask) -> RetrievalData:
     for split, rels in spec.splits.items():
         for rel, path in zip(rels, data_path(task.dataset, split), strict=True):
             files.setdefault(rel, path)
-    corpus = list(dict.fromkeys(text for path in files.values() for text in _paragraphs(path)))
+    corpus = list(dict.fromkeys(text for path in files.values() for text in squad_paragraphs(path)))
     place = {text: i for i, text in enumerate(corpus)}
     queries, gold = {}, {}
     for split in (task.select_split, task.split):

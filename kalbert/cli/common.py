@@ -14,10 +14,10 @@ from kalbert.config import (
     build_config,
     config_values,
     read_config_file,
-    render_command,
     settings,
     value_problem,
 )
+from kalbert.verbs import command_for
 
 
 class KalbertParser(argparse.ArgumentParser):
@@ -104,8 +104,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type | str, posit
 
     Flags default to absent, so the config is: dataclass defaults, then the file, then the flags given.
     ``stage`` picks the stage of a multi-stage ``kalbert.json`` (sentence models) to read. ``cls`` named as
-    "module:Class" is imported only when its verb runs (:func:`complete_settings`): most config modules import
-    torch, which `kalbert NOUN --help` should not wait for.
+    "module:Class" is imported only for the verb being run or shown (:func:`complete_settings`), so `kalbert NOUN
+    --help` imports no config module; config modules import no torch, so a verb's --help does not either.
     """
     parser.add_argument("--config", metavar="FILE",
                         help="YAML config or an artifact's kalbert.json (or its folder); flags override it")
@@ -181,9 +181,9 @@ def add_results_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--note", default="", help="caveat printed beside the result in reports")
 
 
-def results_command(verb: str, args: argparse.Namespace, config: Any) -> str:
+def results_command(args: argparse.Namespace, config: Any) -> str:
     """The command line that reproduces a fine-tuning run and its results file (defaults left out)."""
-    words = shlex.split(render_command(verb, config))
+    words = shlex.split(command_for(config))
     for flag, value in (("--results", args.results), ("--name", args.name), ("--note", args.note)):
         words += [flag, value] if value else []
     return shlex.join(words + (["--overwrite"] if args.overwrite else []))

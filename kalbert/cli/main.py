@@ -1,8 +1,8 @@
 """Entry point of the ``kalbert`` command.
 
 Each noun module exposes ``HELP`` and ``register(subparsers)``; its verbs set ``func`` on their parser.
-Verb flags come from config dataclasses whose modules may import torch, so only the noun being run
-registers its verbs; the others show up in ``kalbert --help`` by their one-line ``HELP``.
+Verb flags come from config dataclasses, whose modules import no torch but still take time to import, so only
+the noun being run registers its verbs; the others show up in ``kalbert --help`` by their one-line ``HELP``.
 Before a verb runs, its declared inputs are checked (:mod:`kalbert.inputs`). User errors (:class:`KalbertError`,
 usage errors) print one line and exit 2; ``KALBERT_DEBUG=1`` shows tracebacks.
 """

@@ -80,14 +80,14 @@ def register(nouns) -> None:
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
 
 
-def _written(args: argparse.Namespace, config, summary: dict, verb: str, named_after: Path) -> int:
+def _written(args: argparse.Namespace, config, summary: dict, named_after: Path) -> int:
     """Say where the model went and, with --results, write its results file (named after ``named_after``)."""
     from kalbert.bench.results import mc_results, write_results
 
     print(f"wrote {config.out}")
     if args.results:
         name = args.name or named_after.resolve().name
-        write_results(args.results, mc_results(summary, name, results_command(verb, args, config), args.note))
+        write_results(args.results, mc_results(summary, name, results_command(args, config), args.note))
         print(f"wrote {args.results}")
     return 0
 
@@ -104,7 +104,7 @@ def _train(args: argparse.Namespace) -> int:
         f"(n={report['n']}{subset}; epoch {summary['selected_epoch']} selected on "
         f"{summary['splits']['select'] or 'nothing: last epoch kept'})"
     )
-    return _written(args, config, summary, "kalbert mc train", Path(config.model))
+    return _written(args, config, summary, Path(config.model))
 
 
 def _average(args: argparse.Namespace) -> int:
@@ -119,7 +119,7 @@ def _average(args: argparse.Namespace) -> int:
     print(f"{summary['task']}: the average of {len(summary['sources'])} runs (their best {select['split']} accuracy: "
           f"{sources}) scores {report['accuracy']:.2f} on the {report['split']} split "
           f"(n={report['n']}{subset}){measured}")
-    return _written(args, config, summary, "kalbert mc average", Path(config.out))
+    return _written(args, config, summary, Path(config.out))
 
 
 def _cloze(args: argparse.Namespace) -> int:

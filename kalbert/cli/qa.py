@@ -105,8 +105,7 @@ def _train(args: argparse.Namespace) -> int:
         from kalbert.bench.results import qa_results, write_results
 
         name = args.name or Path(config.model).resolve().name
-        write_results(args.results, qa_results(summary, name, results_command("kalbert qa train", args, config),
-                                               args.note))
+        write_results(args.results, qa_results(summary, name, results_command(args, config), args.note))
         print(f"wrote {args.results}")
     return 0
 

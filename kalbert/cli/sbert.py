@@ -43,7 +43,7 @@ def register(nouns) -> None:
         verbs, "sts", "train a sentence model on STS (and NLI/paraphrase) pairs; keep the best dev checkpoint",
         "kalbert sbert sts --model outputs/sbert-ko-tiny --train korsts --eval korsts:dev --test korsts:test "
         "--out outputs/sbert-ko-tiny-sts", _sts)
-    add_config_arguments(sts, "kalbert.sentence.sts:STSConfig", stage="sts")
+    add_config_arguments(sts, "kalbert.sentence.config:STSConfig", stage="sts")
     add_overwrite(sts)
 
     distill = add_verb(
@@ -52,7 +52,7 @@ def register(nouns) -> None:
         "--corpus kowiki nsmc zh-laws zh-clue --max-sentences 150000 --loss mse --eval korsts:dev "
         "--out outputs/sbert-ko-zh-kd",
         _distill)
-    add_config_arguments(distill, "kalbert.sentence.distill:DistillConfig", stage="distill")
+    add_config_arguments(distill, "kalbert.sentence.config:DistillConfig", stage="distill")
     add_overwrite(distill)
 
     mine = add_verb(

@@ -28,7 +28,7 @@ def register(nouns) -> None:
         "kalbert static train --teacher multilingual-e5-small --init outputs/static-ko-zh --corpus kowiki nsmc "
         "zh-laws zh-clue --max-sentences 150000 --matryoshka-dims 128 64 --out outputs/static-ko-zh-trained",
         _train)
-    add_config_arguments(train, "kalbert.static.train:StaticTrainConfig", stage="train")
+    add_config_arguments(train, "kalbert.static.config:StaticTrainConfig", stage="train")
     add_overwrite(train)
 
 
@@ -36,7 +36,7 @@ def _print_model(out, best: dict | None = None) -> None:
     meta = read_meta(out)
     print(f"static model: {out} ({meta['dimension']}-d; loads with SentenceTransformer('{out}'))")
     if best:
-        print(f"  best: {best['stage']} epoch {best['epoch']}")
+        print(f"  best: {best['stage']} epoch {best['epoch']} (step {best['step']})")
     for metric in meta["metrics"]:
         print(f"  {metric['stage']} {metric['data']} {metric['metric']}: {metric['value']:.4f}")
 

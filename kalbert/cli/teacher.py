@@ -26,7 +26,7 @@ def register(nouns) -> None:
         verbs, "finetune", "fine-tune a teacher on the Korean/Chinese STS and pair train splits (token embeddings "
         "frozen), keeping the best dev checkpoint", "kalbert teacher finetune --out outputs/teachers/me5-small-ft",
         _finetune)
-    add_config_arguments(finetune, "kalbert.sentence.teacher_finetune:TeacherFinetuneConfig")
+    add_config_arguments(finetune, "kalbert.sentence.config:TeacherFinetuneConfig")
     add_overwrite(finetune)
 
     encode = add_verb(

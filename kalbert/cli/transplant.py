@@ -14,7 +14,7 @@ EXAMPLE = ("kalbert transplant --teacher multilingual-e5-small --vocab vocab/ko-
 
 def register(nouns) -> None:
     parser = add_verb(nouns, "transplant", HELP, EXAMPLE, _transplant)
-    add_config_arguments(parser, "kalbert.transplant:TransplantConfig")
+    add_config_arguments(parser, "kalbert.pretrain.config:TransplantConfig")
     add_overwrite(parser)
 
 

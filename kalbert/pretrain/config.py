@@ -1,19 +1,25 @@
-"""The settings of one pretraining run and their checks, apart from the code that runs it.
+"""The settings of the verbs that make a pretrained ALBERT (`kalbert pretrain`, `kalbert transplant`) and their
+checks, apart from the code that runs them (which imports torch), so that --help comes before any of it.
 
-The CLI builds its flags from this dataclass, and a resumed run compares it with the recorded one.
+The CLI builds its flags from these dataclasses, and a resumed pretraining run compares its config with the
+recorded one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
+from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, precision_of
-from kalbert.pretrain.distributed import DistEnv
 from kalbert.pretrain.masking import MaskingConfig
-from kalbert.pretrain.objective import OBJECTIVES
 from kalbert.pretrain.presets import ModelConfig
+
+if TYPE_CHECKING:
+    from kalbert.pretrain.distributed import DistEnv
+
+Objective = Literal["mlm+sop", "mlm", "mlm+rss"]
 
 
 @dataclass
@@ -28,7 +34,7 @@ class PretrainConfig:
     """preset and shape overrides (ignored with init_from)"""
     masking: MaskingConfig = field(default_factory=MaskingConfig)
     """how MLM targets are chosen"""
-    objective: Literal["mlm+sop", "mlm", "mlm+rss"] = "mlm+sop"
+    objective: Objective = "mlm+sop"
     """"mlm+sop" (ALBERT), "mlm" (e.g. further-pretraining on text without document structure) or "mlm+rss" (MLM +
     Splinter's recurring span selection instead of SOP: repeated spans become [MASK] questions whose answer, the
     kept occurrence, the model points at; a QA-ready start)"""
@@ -139,8 +145,8 @@ def run_bf16(config: dict) -> bool:
 
 def validate(config: PretrainConfig, env: DistEnv) -> None:
     """Refuse settings that cannot run before any folder is touched."""
-    if config.objective not in OBJECTIVES:
-        raise KalbertError(f"unknown objective {config.objective!r}", f"use one of {', '.join(OBJECTIVES)}")
+    if config.objective not in get_args(Objective):
+        raise KalbertError(f"unknown objective {config.objective!r}", f"use one of {', '.join(get_args(Objective))}")
     if config.max_steps < 1 or config.batch_size < 1 or config.grad_accum < 1:
         raise KalbertError("--max-steps, --batch-size and --grad-accum must be positive")
     if config.batch_size % (env.world_size * config.grad_accum):
@@ -161,3 +167,30 @@ def validate(config: PretrainConfig, env: DistEnv) -> None:
         if getattr(config, name) < 1:
             raise KalbertError(f"--{name.replace('_', '-')} must be at least 1")
     config.masking.validate()
+
+
+@dataclass
+class TransplantConfig:
+    """A teacher encoder, a kalbert vocabulary and the ALBERT shape to build; recorded in kalbert.json."""
+
+    teacher: str
+    """SentenceTransformer folder (the transformer at its root or in the first module's folder, as
+    `kalbert teacher export` writes it) or a plain HF BertModel / XLM-R folder with its tokenizer."""
+    vocab: str
+    """kalbert vocab folder (`kalbert vocab build`): spiece.model with <pad> <unk> [CLS] [SEP] [MASK] at
+    ids 0-4 and the HF tokenizer files. When the teacher's tokenizer has exactly these pieces (its own
+    vocabulary), the piece mapping is the identity."""
+    out: str
+    """Output model folder (AlbertForPreTraining weights, tokenizer, kalbert.json, README card)."""
+    layers: int = 6
+    """L: teacher layers kept (at most the teacher's)."""
+    embedding_size: int = 128
+    """E: width of the factorised embeddings, 2 <= E <= H; E = H reproduces the teacher's embeddings exactly."""
+    layer_choice: Literal["every-other", "first", "last"] = "every-other"
+    """Which teacher layers: "every-other" (evenly spaced, ending with the last: chosen j = (j+1)*N//L - 1,
+    so 12 -> 6 keeps 1,3,5,7,9,11, 0-based), "first" (0..L-1) or "last" (N-L..N-1)."""
+    share_groups: int | None = None
+    """N shared ALBERT layer groups (must divide L): each group is the mean of its L/N consecutive chosen
+    layers, as ALBERT applies group int(i / (L/N)) at layer i. None: one group per layer (no sharing)."""
+    seed: int = DEFAULT_SEED
+    """Seed of the new MLM and SOP heads' initialisation."""

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_language, invocation, read_meta
-from kalbert.config import DEFAULT_SEED, render_command
+from kalbert.config import DEFAULT_SEED
 from kalbert.data import iter_documents, resolve_sources
 from kalbert.data.passages import PassageGuard
 from kalbert.errors import KalbertError
@@ -40,6 +40,7 @@ from kalbert.pretrain.shards import InstanceSet, ShardWriter, ids_dtype
 from kalbert.pretrain.tokens import encode_sentences
 from kalbert.stage import artifact_folder, write_record
 from kalbert.text import make_segmenter, normalize_text, split_sentences
+from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE, check_special_ids, load_processor, spiece_path
 
 SPLITS = ("train", "heldout")
@@ -209,7 +210,7 @@ def build_pretraining_data(config: DataBuildConfig, overwrite: bool = False) -> 
             "build_seconds": round(time.time() - started, 1),
         }
         meta = write_record(tmp, meta, Kind.PRETRAINING_DATA, [vocab],
-                            command=render_command("kalbert data build", config))
+                            command=command_for(config))
         write_data_card(tmp, meta)
     return out
 

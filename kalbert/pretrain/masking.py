@@ -7,21 +7,24 @@ starts a span of n consecutive units with p(n) ∝ 1/n, n <= 3, until 15% of the
 chosen. Each chosen token becomes [MASK] (80%), a random piece (10%) or stays (10%).
 
 The randomness of an instance's mask comes from ``(seed, epoch, instance index)`` alone, so a
-resumed run, or the same global batch split over any number of processes, masks identically.
+resumed run, or the same global batch split over any number of processes, masks identically. torch is
+imported on use: :class:`MaskingConfig` is part of the pretraining config, which `kalbert pretrain --help` reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
-import torch
 
 from kalbert.errors import KalbertError
 from kalbert.pretrain.instances import Instance
 from kalbert.pretrain.tokens import MORPHEME_START, WORD_START
 from kalbert.vocab.files import MASK_ID, PAD_ID, SPECIAL_TOKENS
+
+if TYPE_CHECKING:
+    import torch
 
 
 class SpanQuestionMaker(Protocol):
@@ -129,6 +132,8 @@ def collate(examples: list[Instance], indices: list[int], mask_key: tuple[int, .
     masks are thus the same at every evaluation. With ``rss``, each instance first gets its span-selection
     questions (from the same generator) and the batch their targets (``rss_starts``, ``rss_ends``).
     """
+    import torch
+
     rows = []
     for example, index in zip(examples, indices, strict=True):
         rng = np.random.default_rng((*mask_key, index))

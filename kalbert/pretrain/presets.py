@@ -5,19 +5,20 @@ loads with ``AutoModel.from_pretrained`` anywhere. Cross-layer sharing is theref
 ``AlbertConfig`` can express: all layers share one group (ALBERT's default), no sharing
 (``num_hidden_groups = num_hidden_layers``), or ``n`` groups of consecutive layers. Attention-only
 or FFN-only sharing would need parameters tied after construction, which a saved checkpoint
-cannot record (loading it would silently untie them), so it is not offered.
+cannot record (loading it would silently untie them), so it is not offered. torch and transformers are
+imported on use: :class:`ModelConfig` is part of the pretraining config, which `kalbert pretrain --help` reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
-
-import torch
-from transformers import AlbertConfig, AlbertModel
+from typing import TYPE_CHECKING, Literal
 
 from kalbert.errors import KalbertError
 from kalbert.vocab.files import CLS_ID, MODEL_MAX_LENGTH, PAD_ID, SEP_ID
+
+if TYPE_CHECKING:
+    from transformers import AlbertConfig
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def albert_config(model: ModelConfig, vocab_size: int) -> AlbertConfig:
     The activation is ALBERT's tanh-approximated GELU (``gelu_new``), named ``gelu_pytorch_tanh``: the
     same function as one fused kernel instead of five element-wise passes.
     """
+    from transformers import AlbertConfig
+
     size = model.size()
     if size.hidden_size % size.num_heads:
         raise KalbertError(f"hidden size {size.hidden_size} is not a multiple of {size.num_heads} heads",
@@ -120,6 +123,9 @@ def count_parameters(config: AlbertConfig) -> int:
 
     Built on the meta device, so even ``large`` costs no memory or time.
     """
+    import torch
+    from transformers import AlbertModel
+
     with torch.device("meta"):
         model = AlbertModel(config)
     return sum(p.numel() for p in model.parameters())

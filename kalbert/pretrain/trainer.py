@@ -28,7 +28,6 @@ from transformers import AlbertForPreTraining
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_language, read_meta
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.hardware import hardware_block
 from kalbert.io import sha256_file
@@ -51,6 +50,7 @@ from kalbert.pretrain.speed import choose_attention
 from kalbert.pretrain.sums import StepSums
 from kalbert.pretrain.teacher_targets import teacher_bf16, teacher_targets
 from kalbert.training.rng import rng_state, set_rng_state
+from kalbert.verbs import command_for
 from kalbert.vocab import grow_embeddings
 from kalbert.vocab.files import SPIECE
 
@@ -131,7 +131,7 @@ class Trainer:
         self.teacher_vectors = self._teacher_vectors()  # a wrong teacher fails before the run folder is made
         self.run_meta, checkpoint = prepare_run_folder(self.out, asdict(config), config.resume,
                                                        self.data.vocab_sha256, env, overwrite,
-                                                       render_command("kalbert pretrain", config))
+                                                       command_for(config))
         random.seed(config.seed)
         np.random.seed(config.seed)
         torch.manual_seed(config.seed)

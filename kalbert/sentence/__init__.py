@@ -13,9 +13,9 @@ from typing import Any, Literal
 _WHERE = {
     "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "folder",
     "ExportConfig": "export", "export_sentence_model": "export", "build_sentence_model": "export",
-    "STSConfig": "sts", "STSResult": "sts", "train_sts": "sts",
-    "DistillConfig": "distill", "DistillResult": "distill", "distill_student": "distill",
-    "LoopConfig": "loop", "check_collapse": "collapse", "evaluate_sts": "evaluate",
+    "STSConfig": "config", "STSResult": "sts", "train_sts": "sts",
+    "DistillConfig": "config", "DistillResult": "distill", "distill_student": "distill",
+    "LoopConfig": "config", "check_collapse": "collapse", "evaluate_sts": "evaluate",
     "SearchBuildConfig": "search", "SearchIndex": "search", "build_index": "search", "search_index": "search",
 }
 # How a sentence model runs (load_sentence_model's backend): here, so the CLI can offer them without importing numpy.

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kalbert.artifact import Kind, read_meta
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.lineage import refuse_trained_on
@@ -23,6 +22,7 @@ from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
 from kalbert.sentence.evaluate import dev_metric, evaluate_dev, parse_dev_ref
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
+from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
 from kalbert.weights import average_weight_files, normalised_weights
 
@@ -108,5 +108,5 @@ def average_models(config: AverageConfig, overwrite: bool = False) -> AverageRes
         add_stage(meta, "average", {**asdict(config), "weights": weights},
                   seconds=round(time.perf_counter() - started, 1))
         write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(), model.max_seq_length,
-                            folders, render_command("kalbert sbert average", config))
+                            folders, command_for(config))
     return AverageResult(Path(config.out), scores)

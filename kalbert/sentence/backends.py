@@ -43,6 +43,7 @@ from kalbert.onnx_files import (
 from kalbert.sentence.card import add_stage, write_meta_and_card
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder, write_record
+from kalbert.verbs import VERBS
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MIN_COSINE_FP32 = 0.9999
 MIN_COSINE_INT8 = 0.98
+ONNX_EXPORT = f"{VERBS['sbert export'].command} --backend onnx"
+"""the command that runs :func:`export_onnx`: ``sbert export`` with a flag, as its config is not the verb's"""
 
 
 @dataclass
@@ -76,7 +79,7 @@ def weight_hashes(folder: Path) -> dict[str, str]:
 
 def export_command(folder: Path, int8: bool) -> str:
     quantize = " --quantize int8" if int8 else ""
-    return f"kalbert sbert export --backend onnx{quantize} --model {folder} --out {folder} --overwrite"
+    return f"{ONNX_EXPORT}{quantize} --model {folder} --out {folder} --overwrite"
 
 
 def onnx_file(folder: str | Path, backend: str) -> str:
@@ -160,7 +163,7 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
         meta = read_meta(tmp)
         meta["onnx"] = _record(module_dir, files, cosines, int8_config if config.quantize else None)
         add_stage(meta, "onnx-export", asdict(config), seconds=round(time.perf_counter() - started, 1))
-        command = render_command("kalbert sbert export --backend onnx", config)
+        command = render_command(ONNX_EXPORT, config)
         if meta.get("kind") == Kind.SENTENCE_MODEL:  # a kalbert folder: refresh its card too
             write_meta_and_card(tmp, meta, module_names(model), model.get_embedding_dimension(),
                                 model.max_seq_length, [source], command)

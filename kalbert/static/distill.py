@@ -24,7 +24,6 @@ import numpy as np
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.sentence.card import add_metric, add_stage
@@ -34,6 +33,7 @@ from kalbert.static.evaluate import STSDev, eval_refs
 from kalbert.static.model import StaticVectors, save_static_model, to_sentence_transformer, vocab_files
 from kalbert.static.weighting import Weighting, ordinary_pieces, piece_weights
 from kalbert.teachers.backends import NAMED_TEACHERS, Teacher, describe, load_teacher
+from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE, load_model_proto
 
 if TYPE_CHECKING:
@@ -177,5 +177,5 @@ def distill_static(config: StaticDistillConfig, overwrite: bool = False) -> Path
     for ref, score in scores.items():
         add_metric(meta, "distill", ref, "spearman_cosine", score)
     with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
-        save_static_model(static, tmp, meta, [vocab, config.teacher], render_command("kalbert static distill", config))
+        save_static_model(static, tmp, meta, [vocab, config.teacher], command_for(config))
     return Path(config.out)

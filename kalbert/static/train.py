@@ -9,32 +9,32 @@ trains on pair sets: graded ones (STS, paraphrase pairs, graded-pair files) with
 ones with in-batch negatives (an entailed hypothesis, or a translation, must be nearer its anchor than
 every other row of the batch, an NLI contradiction being a hard negative). It is one stage whose batches
 each come from one set (CoSENT compares only pairs scored on the same scale), the sets interleaved so
-that none is trained away by the next. After every epoch the model is scored on STS dev splits (or,
-without them, the held-out corpus loss) and the best epoch of either stage is saved.
+that none is trained away by the next, and it starts from the corpus stage's best weights.
 
-Resuming: the teacher cache resumes by itself (encoding is the long part); the fitting takes minutes,
-so an interrupted run simply starts the fitting again.
+Both stages run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
+``sts_epochs`` for the pair stage, ``max_steps`` caps each stage): AdamW with linear warmup and decay,
+gradient clipping, evaluation on STS dev splits (or, without them, the held-out corpus loss) after every
+epoch or ``eval_steps``, and a checkpoint per stage in OUT.partial/, so a rerun of an interrupted run
+resumes where it stopped (the teacher cache resumes by itself). The best evaluation of either stage, or the
+init model when neither beats it, is what is saved.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-import logging
-import math
+import random
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from kalbert.artifact import Kind
-from kalbert.config import DEFAULT_SEED, render_command
 from kalbert.data import (
     assert_trainable,
     get_spec,
@@ -49,71 +49,23 @@ from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.stage import artifact_folder
+from kalbert.static.config import StaticTrainConfig
 from kalbert.static.evaluate import STSDev, eval_refs
 from kalbert.static.model import StaticVectors, load_static_model, save_static_model, to_sentence_transformer
-from kalbert.static.weighting import Weighting, piece_weights
-from kalbert.teachers.backends import TeacherBackend, load_teacher
+from kalbert.static.weighting import piece_weights
+from kalbert.teachers.backends import load_teacher
 from kalbert.teachers.cache import open_cache
 from kalbert.teachers.corpus import corpus_sentences
+from kalbert.training import Evaluation, LoopConfig, RunFolder, shuffled_batches, train_loop
+from kalbert.verbs import command_for
 
-log = logging.getLogger(__name__)
 COSENT_SCALE = 20.0
 RANKING_SCALE = 30.0
 """the in-batch-negative logits' scale: in a prototype of the shipped model's pair stage 30 beat
 sentence-transformers' 20 (dev mean 81.78 against 81.64)"""
 PAIR_KINDS = ("sts", "pairs", "nli", "parallel")
-
-
-@dataclass
-class StaticTrainConfig:
-    """Static piece vectors fitted to a teacher's sentence vectors on corpus sentences, then optionally to STS."""
-
-    init: str
-    """Static model to start from (kalbert static distill); its PCA projects the teacher's vectors."""
-    out: str
-    """Output static-model folder (the best evaluated epoch)."""
-    corpus: list[str] = field(default_factory=list)
-    """Corpora (names or files) whose sentences' teacher vectors the model learns to match."""
-    max_sentences: int = 150_000
-    """Corpus sentences sampled (deduplicated, language-balanced)."""
-    teacher: str = "multilingual-e5-small"
-    """The teacher the init model was distilled from (its projection fits only that teacher's vectors)."""
-    sts: list[str] = field(default_factory=list)
-    """Pair sets trained after the corpus stage: STS and paraphrase sets and graded-pair TSV files (`kalbert
-    sbert mine`) with CoSENT, NLI sets (e.g. ocnli, kornli:dev) and parallel sets (e.g. parallel-stsb-train)
-    with in-batch negatives (default split train; evaluation splits such as korsts:test are refused)."""
-    eval: list[str] | None = None
-    """STS dev splits whose mean picks the best epoch (default: korsts:dev for Korean, stsb-zh:dev for Chinese)."""
-    dim: int | None = None
-    """Keep the first this many dimensions of the init model (default: all)."""
-    weighting: Weighting | None = None
-    """Piece weights (default: the init model's)."""
-    sif_a: float | None = None
-    """The a of a/(a+p) (default: the init model's)."""
-    loss: Literal["cosine", "mse"] = "cosine"
-    """How a sentence's mean vector is compared with its projected teacher vector."""
-    matryoshka_dims: list[int] = field(default_factory=list)
-    """Also fit these prefixes (e.g. 128 64), so that truncated vectors stay good."""
-    epochs: int = 3
-    """Passes over the corpus sentences."""
-    sts_epochs: int = 2
-    """Passes over the --sts pairs."""
-    batch_size: int = 256
-    """Sentences (or pairs) per step."""
-    lr: float = 1e-3
-    """AdamW learning rate."""
-    weight_decay: float = 0.0
-    """AdamW weight decay (it pulls rarely seen pieces towards zero)."""
-    dev_rows: int = 1000
-    """Corpus sentences held out, never trained on, for the held-out loss."""
-    seed: int = DEFAULT_SEED
-    """Seed of the corpus sample (the same as `kalbert teacher encode --seed`) and of the batch order."""
-    cache_dir: str | None = None
-    """Teacher-embedding cache; default $XDG_CACHE_HOME/kalbert/teacher-embeddings."""
-    teacher_backend: TeacherBackend = "auto"
-    """How the teacher encodes what the cache lacks: auto (the fastest backend this CPU runs whose vectors keep
-    cosine >= 0.999 to torch fp32 on a probe of 256 of the sentences), torch (fp32), torch-bf16, onnx or
-    onnx-int8 (refused below cosine 0.999). Their vectors share one cache."""
+STAGES = ("corpus", "pairs")
+"""the stages a run trains in turn, each with its own checkpoint in OUT.partial/"""
 
 
 class WeightedBag(torch.nn.Module):
@@ -126,14 +78,17 @@ class WeightedBag(torch.nn.Module):
 
     def forward(self, tokens: list[np.ndarray], rows: np.ndarray) -> torch.Tensor:
         pieces = [tokens[i] for i in rows]
-        lengths = torch.tensor([len(p) for p in pieces])
-        ids = torch.from_numpy(np.concatenate(pieces)) if int(lengths.sum()) else torch.zeros(0, dtype=torch.long)
+        device = self.vectors.device
+        lengths = torch.tensor([len(p) for p in pieces], device=device)
+        ids = (torch.from_numpy(np.concatenate(pieces)).to(device) if int(lengths.sum())
+               else torch.zeros(0, dtype=torch.long, device=device))
         offsets = torch.cumsum(lengths, 0) - lengths
         summed = F.embedding_bag(ids, self.vectors, offsets, mode="sum", per_sample_weights=self.weights[ids])
         return summed / lengths.clamp(min=1)[:, None]
 
     def rows(self) -> torch.Tensor:
-        return (self.vectors * self.weights[:, None]).detach()
+        """The weighted rows the saved StaticEmbedding holds, on the CPU."""
+        return (self.vectors * self.weights[:, None]).detach().cpu()
 
 
 def target_loss(pred: torch.Tensor, target: torch.Tensor, dims: list[int], kind: str) -> torch.Tensor:
@@ -157,7 +112,7 @@ def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torc
                  ) -> torch.Tensor:
     """In-batch negatives both ways on each prefix: each anchor must pick its own positive among the batch's
     positives and hard negatives, each positive its own anchor among the batch's anchors."""
-    target = torch.arange(len(anchors))
+    target = torch.arange(len(anchors), device=anchors.device)
     losses = []
     for d in dims:
         anchor, positive = F.normalize(anchors[:, :d], dim=-1), F.normalize(positives[:, :d], dim=-1)
@@ -241,45 +196,24 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str]) -> li
 
 
 @dataclass
-class Best:
-    """The best-scoring piece vectors seen so far, and when they were seen."""
+class Stage:
+    """The corpus or the pair stage as the shared loop trains it: its settings, an epoch's batches, a batch's loss."""
 
-    score: float = -math.inf
-    vectors: torch.Tensor | None = None
-    record: dict[str, Any] = field(default_factory=dict)
-
-    def offer(self, record: dict[str, Any], bag: WeightedBag) -> None:
-        if self.vectors is None or record["score"] > self.score:
-            self.score, self.vectors, self.record = record["score"], bag.vectors.detach().clone(), record
+    name: str
+    loop: LoopConfig
+    plan: Callable[[random.Random], Sequence[Any]]
+    loss: Callable[[Any], torch.Tensor]
 
 
-def fit_stage(stage: str, bag: WeightedBag, rows: int, epochs: int, config: StaticTrainConfig,
-              batch_loss: Callable[[np.ndarray], torch.Tensor], evaluate: Callable[[], dict[str, Any]], best: Best,
-              history: list[dict[str, Any]], batch_size: int | None = None) -> None:
-    """``epochs`` shuffled passes over ``rows`` rows with AdamW in batches of ``batch_size`` rows (default
-    --batch-size), evaluating after each."""
-    batch_size = batch_size or config.batch_size
-    optimizer = torch.optim.AdamW(bag.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    rng = np.random.default_rng([config.seed, len(history)])
-    for epoch in range(1, epochs + 1):
-        order = rng.permutation(rows)
-        batches = [order[i: i + batch_size] for i in range(0, rows, batch_size)]
-        total = 0.0
-        for batch in tqdm(batches, desc=f"{stage} epoch {epoch}/{epochs}", unit=" batch", mininterval=2):
-            loss = batch_loss(batch)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item()
-        record = {"stage": stage, "epoch": epoch, "train_loss": total / len(batches), **evaluate()}
-        log.info("%s", record)
-        history.append(record)
-        best.offer(record, bag)
+def _record(stage: str, evaluation: Evaluation) -> dict[str, Any]:
+    """An evaluation as training_log.json lists it (the starting weights as stage "init")."""
+    return {"stage": stage if evaluation.step else "init", "epoch": evaluation.epoch, "step": evaluation.step,
+            "train_loss": evaluation.train_loss, **evaluation.metrics, "score": evaluation.score}
 
 
 def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Path, dict[str, Any]]:
-    """Fit the init model to the teacher on the corpus (then STS pairs); save the best epoch; return it and
-    its evaluation record."""
+    """Fit the init model to the teacher on the corpus (then on pairs); save the best evaluation of either stage
+    (or the init model's vectors, when neither beats them); return the folder and that evaluation's record."""
     started = time.perf_counter()
     refuse_existing_output(config.out, overwrite)
     if not config.corpus and not config.sts:
@@ -297,54 +231,64 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     pairs = pair_sets(config.sts, refs, meta.get("languages") or [])
     if not refs and not config.corpus:
         raise KalbertError("nothing to pick the best epoch with", "pass --eval (e.g. korsts:dev) or --corpus")
+    settings = {k: v for k, v in asdict(config).items() if k != "teacher_backend"}  # backends share vectors
+    runs = {name: RunFolder.open(config.out, settings, phase=name) for name in STAGES}  # before the teacher encodes
 
     bag = WeightedBag(static)
     model = to_sentence_transformer(static)
     sts_dev = STSDev(refs)
     corpus = corpus_task(config, static, meta, dims) if config.corpus else None
     facts: dict[str, Any] = {}
-    history: list[dict[str, Any]] = []
-    best = Best()
-
-    def evaluate() -> dict[str, Any]:
-        model[0].embedding.weight.data.copy_(bag.rows())
-        record: dict[str, Any] = sts_dev(model)
-        if corpus is not None:
-            record["heldout_loss"] = corpus.heldout_loss(bag)
-        record["score"] = float(np.mean([record[ref] for ref in refs])) if refs else -record["heldout_loss"]
-        return record
-
-    initial = {"stage": "init", "epoch": 0, **evaluate()}
-    history.append(initial)
-    best.offer(initial, bag)
+    stages: list[Stage] = []
     if corpus is not None:
         facts.update(corpus_train_sentences=corpus.train_rows, corpus_dev_sentences=corpus.dev_rows,
                      teacher_encoding=corpus.teacher_encoding)
-        fit_stage("corpus", bag, corpus.train_rows, config.epochs, config, lambda b: corpus.batch_loss(bag, b),
-                  evaluate, best, history)
+        stages.append(Stage("corpus", config.loop,
+                            lambda rng: shuffled_batches(corpus.train_rows, config.loop.batch_size, rng),
+                            lambda rows: corpus.batch_loss(bag, np.asarray(rows))))
     if pairs:
         facts.update({f"{p.label}_pairs": len(p) for p in pairs})
-        mixed = PairBatches(static, pairs, config.batch_size)
-        fit_stage("pairs", bag, len(mixed), config.sts_epochs, config, lambda b: mixed.loss(bag, int(b[0]), dims),
-                  evaluate, best, history, batch_size=1)
+        mixed = PairBatches(static, pairs, config.loop.batch_size)
+        stages.append(Stage("pairs", replace(config.loop, epochs=config.sts_epochs),
+                            lambda rng: shuffled_batches(len(mixed), 1, rng),  # a row of this stage is a batch
+                            lambda batch: mixed.loss(bag, batch[0], dims)))
 
-    assert best.vectors is not None
-    static.vectors = best.vectors.numpy()
+    def evaluate() -> tuple[float, dict[str, float]]:
+        model[0].embedding.weight.data.copy_(bag.rows())
+        metrics = sts_dev(model)
+        if corpus is not None:
+            metrics["heldout_loss"] = corpus.heldout_loss(bag)
+        return (float(np.mean([metrics[ref] for ref in refs])) if refs else -metrics["heldout_loss"]), metrics
+
+    history: list[dict[str, Any]] = []
+    init_vectors = bag.vectors.detach().clone()
+    candidates = []  # each stage's best evaluation and its vectors, which the loop leaves in the bag
+    earlier = 0.0  # training time of the runs this one resumed
+    for stage in stages:  # so the pair stage starts from the corpus stage's best
+        fit = train_loop(bag, stage.plan, stage.loss, evaluate, stage.loop, runs[stage.name],
+                         evaluate_first=not history, eval_autocast=False)
+        history += [_record(stage.name, e) for e in fit.history]
+        candidates.append((_record(stage.name, fit.best), bag.vectors.detach().cpu().clone()))
+        earlier += fit.earlier_seconds
+    # the init model (evaluated first by the first stage) stays when no stage beats it; of equal scores the earliest
+    best, vectors = max([(history[0], init_vectors), *candidates], key=lambda candidate: candidate[0]["score"])
+    static.vectors = vectors.numpy()
     meta = copy.deepcopy(meta)
     meta.update(dimension=static.dim, weighting=weighting)
     if config.matryoshka_dims:
         meta["matryoshka_dims"] = dims
-    add_stage(meta, "train", asdict(config), best_stage=best.record["stage"], best_epoch=best.record["epoch"],
-              seconds=round(time.perf_counter() - started, 1), **facts)
+    add_stage(meta, "train", asdict(config), best_stage=best["stage"], best_epoch=best["epoch"], best_step=best["step"],
+              seconds=round(earlier + time.perf_counter() - started, 1), **fit.precision_record(), **facts)
     for ref in refs:
-        add_metric(meta, "train", ref, "spearman_cosine", best.record[ref])
-    if "heldout_loss" in best.record:
-        add_metric(meta, "train", "held-out corpus sentences", f"teacher_{config.loss}_loss",
-                   best.record["heldout_loss"])
+        add_metric(meta, "train", ref, "spearman_cosine", best[ref])
+    if "heldout_loss" in best:
+        add_metric(meta, "train", "held-out corpus sentences", f"teacher_{config.loss}_loss", best["heldout_loss"])
     with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
-        save_static_model(static, tmp, meta, [config.init], render_command("kalbert static train", config))
+        save_static_model(static, tmp, meta, [config.init], command_for(config))
         atomic_write_json(tmp / "training_log.json", {"stage": "train", "history": history})
-    return Path(config.out), best.record
+    for run in runs.values():
+        run.remove()
+    return Path(config.out), best
 
 
 class PairBatches:
@@ -374,7 +318,7 @@ class GradedLoss:
         self.scores = torch.from_numpy(pairs.scores)
 
     def __call__(self, bag: WeightedBag, rows: np.ndarray, dims: list[int]) -> torch.Tensor:
-        return cosent_loss(bag(self.left, rows), bag(self.right, rows), self.scores[rows], dims)
+        return cosent_loss(bag(self.left, rows), bag(self.right, rows), self.scores[rows].to(bag.vectors.device), dims)
 
 
 class RankingLoss:
@@ -410,12 +354,14 @@ class CorpusTask:
     def batch_loss(self, bag: WeightedBag, rows: np.ndarray) -> torch.Tensor:
         """Loss on training rows ``rows`` (numbered from 0 after the held-out ones)."""
         rows = rows + self.dev_rows
-        return target_loss(bag(self.tokens, rows), self.targets[rows], self.dims, self.loss)
+        pred = bag(self.tokens, rows)
+        return target_loss(pred, self.targets[rows].to(pred.device), self.dims, self.loss)
 
     def heldout_loss(self, bag: WeightedBag) -> float:
         rows = np.arange(self.dev_rows)
         with torch.no_grad():
-            return float(target_loss(bag(self.tokens, rows), self.targets[rows], self.dims, self.loss))
+            pred = bag(self.tokens, rows)
+            return float(target_loss(pred, self.targets[rows].to(pred.device), self.dims, self.loss))
 
 
 def corpus_task(config: StaticTrainConfig, static: StaticVectors, meta: dict[str, Any], dims: list[int]
@@ -426,9 +372,9 @@ def corpus_task(config: StaticTrainConfig, static: StaticVectors, meta: dict[str
         raise KalbertError(f"{config.init} was distilled from the {meta['teacher']['name']} teacher, not "
                            f"{teacher.name}", f"pass --teacher {meta['teacher']['name']}")
     cache = open_cache(teacher, config.cache_dir, config.teacher_backend)
-    by_lang = corpus_sentences(config.corpus, config.max_sentences, config.seed, cache)
+    by_lang = corpus_sentences(config.corpus, config.max_sentences, config.loop.seed, cache)
     sentences = [s for lang in sorted(by_lang) for s in by_lang[lang]]
-    sentences = [sentences[i] for i in np.random.default_rng(config.seed).permutation(len(sentences))]
+    sentences = [sentences[i] for i in np.random.default_rng(config.loop.seed).permutation(len(sentences))]
     if len(sentences) <= config.dev_rows:
         raise KalbertError(f"only {len(sentences)} corpus sentences, all held out for evaluation",
                            "lower --dev-rows or raise --max-sentences")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from kalbert.config import DEFAULT_SEED
 from kalbert.precision import Precision
+from kalbert.training.config import LoopConfig
 
 if TYPE_CHECKING:
     from kalbert.tasks.qa.model import QASettings
@@ -49,16 +49,6 @@ class MCTrainConfig:
     """the multiple-choice task"""
     out: str
     """output folder for the fine-tuned model"""
-    epochs: int = 3
-    """passes over the training examples; the best on the selection split is kept"""
-    batch_size: int = 16
-    """examples per step (each holds all its choices)"""
-    lr: float = 3e-5
-    """peak AdamW learning rate"""
-    weight_decay: float = 0.01
-    """AdamW weight decay (not on biases and LayerNorm weights)"""
-    warmup_ratio: float = 0.1
-    """share of the steps with a linearly rising learning rate"""
     max_seq_length: int = 128
     """tokens per (context, choice) pair; the longer segment is truncated first"""
     extra_train: str | None = None
@@ -68,16 +58,9 @@ class MCTrainConfig:
     """use only the first N training examples (quick runs and tests)"""
     max_eval_rows: int | None = None
     """evaluate only the first N examples of the selection and report splits (quick runs and tests)"""
-    seed: int = DEFAULT_SEED
-    """seed of initialisation and batch order"""
-    max_grad_norm: float = 1.0
-    """clip the gradient norm to this before every optimiser step"""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
-    fp32 or bf16 to force one (training and evaluation)"""
-    checkpoint_steps: int = 200
-    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
-    same command after a crash resumes from it"""
+    loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=3, batch_size=16, lr=3e-5))
+    """optimisation and evaluation schedule (a batch is examples, each with all its choices; an epoch's
+    evaluation picks the best on the selection split)"""
 
 
 @dataclass
@@ -131,16 +114,6 @@ class QATrainConfig:
     train: list[QATask] = field(default_factory=list)
     """QA sets whose train parts are pooled for fine-tuning (default: the task's own), e.g. cmrc2018 drcd, or
     korquad cmrc2018 drcd for one ko+zh model"""
-    epochs: int = 3
-    """passes over the training windows; the best on val is kept"""
-    batch_size: int = 16
-    """windows per step"""
-    lr: float = 5e-5
-    """peak AdamW learning rate"""
-    weight_decay: float = 0.01
-    """AdamW weight decay (not on biases and LayerNorm weights)"""
-    warmup_ratio: float = 0.1
-    """share of the steps with a linearly rising learning rate"""
     max_seq_length: int = 384
     """tokens per window"""
     doc_stride: int = 128
@@ -153,16 +126,8 @@ class QATrainConfig:
     """use only the first N training questions of each training set (quick runs and tests)"""
     max_eval_rows: int | None = None
     """score only the first N questions of val and test (quick runs and tests; the result says so)"""
-    seed: int = DEFAULT_SEED
-    """seed of initialisation and batch order"""
-    max_grad_norm: float = 1.0
-    """clip the gradient norm to this before every optimiser step"""
-    precision: Precision = "auto"
-    """auto: bf16 autocast where the hardware has native bf16 (AMX, AVX512-BF16, Ampere+ GPUs), else fp32;
-    fp32 or bf16 to force one (training and evaluation)"""
-    checkpoint_steps: int = 200
-    """save a resumable checkpoint in OUT.partial/ every this many steps and after every epoch; rerunning the
-    same command after a crash resumes from it"""
+    loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=3, batch_size=16, lr=5e-5))
+    """optimisation and evaluation schedule (a batch is windows; the best evaluation on val is kept)"""
 
     def settings(self) -> QASettings:
         from kalbert.tasks.qa.model import QASettings

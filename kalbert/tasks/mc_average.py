@@ -17,14 +17,15 @@ from typing import Any
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.config import render_command
+from kalbert.config import recorded_values
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
 from kalbert.precision import autocast, resolve_precision
 from kalbert.stage import artifact_folder, write_record
-from kalbert.tasks.configs import MCAverageConfig
-from kalbert.tasks.multiple_choice import MC_TASKS, load_mc_model, mc_accuracy, task_examples
+from kalbert.tasks.configs import MC_TASKS, MCAverageConfig
+from kalbert.tasks.multiple_choice import load_mc_model, mc_accuracy, task_examples
 from kalbert.training.device import default_device
+from kalbert.verbs import command_for
 from kalbert.weights import average_weight_files, normalised_weights
 
 # what the averaged runs must share: one task, one start, one input length
@@ -48,6 +49,13 @@ def _run_records(folders: list[Path]) -> list[dict[str, Any]]:
 def _best_select_accuracy(record: dict[str, Any]) -> float | None:
     scores = [entry["select_accuracy"] for entry in record.get("history") or [] if "select_accuracy" in entry]
     return max(scores) if scores else None
+
+
+def _source(folder: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """A source run as the average's record lists it (its settings recorded flat or nested under ``loop``)."""
+    settings = recorded_values(record["config"])
+    return {"path": str(folder), "lr": settings.get("lr"), "seed": settings.get("seed"),
+            "select_accuracy": _best_select_accuracy(record)}
 
 
 def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, Any]:
@@ -83,9 +91,7 @@ def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, An
             "model_type": model.config.model_type,
             "config": {**asdict(config), "weights": weights},
             "splits": asdict(splits),
-            "sources": [{"path": str(folder), "lr": record["config"].get("lr"), "seed": record["config"].get("seed"),
-                         "select_accuracy": _best_select_accuracy(record)}
-                        for folder, record in zip(folders, records, strict=True)],
+            "sources": [_source(folder, record) for folder, record in zip(folders, records, strict=True)],
             "select": {"split": splits.select,
                        "accuracy": round(select_accuracy, 4) if select_accuracy is not None else None,
                        "n": len(select)},
@@ -97,7 +103,7 @@ def average_mc(config: MCAverageConfig, overwrite: bool = False) -> dict[str, An
             "wall_seconds": round(time.perf_counter() - started, 2),
         }
         summary = write_record(tmp, summary, Kind.MC_MODEL, folders, folder_languages(folders[0]),
-                               render_command("kalbert mc average", config))
+                               command_for(config))
         atomic_write_text(tmp / "README.md", render_average_card(summary))
     return summary
 

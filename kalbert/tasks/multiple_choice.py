@@ -25,7 +25,6 @@ from tqdm.auto import tqdm
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
-from kalbert.config import render_command
 from kalbert.data import BLANK, MCExample, assert_trainable, load_mc, load_mc_file
 from kalbert.data.passages import passage_index
 from kalbert.errors import KalbertError
@@ -33,7 +32,8 @@ from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
 from kalbert.stage import artifact_folder, write_record
 from kalbert.tasks.configs import MC_TASKS, MCTrainConfig
 from kalbert.tasks.encoders import check_encoder, encoder_folder, encoder_inputs
-from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
+from kalbert.training import RunFolder, shuffled_batches, train_loop
+from kalbert.verbs import command_for
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +133,8 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         raise KalbertError(
             f"unknown multiple-choice task '{config.task}'", f"known tasks: {', '.join(MC_TASKS)}"
         )
-    if config.epochs < 1 or config.batch_size < 1:
-        raise KalbertError("epochs and batch_size must be at least 1")
+    if config.loop.epochs <= 0 or config.loop.batch_size < 1:
+        raise KalbertError("epochs must be above 0 and batch_size at least 1")
     splits = MC_TASKS[config.task]
     assert_trainable(config.task, splits.train)
     model_path = encoder_folder(config.model, "multiple-choice fine-tuning")
@@ -149,7 +149,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
     report_all = load_mc(config.task, splits.report)
     report = report_all[: config.max_eval_rows] if config.max_eval_rows else report_all
 
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.loop.seed)
     tokenizer, model = load_mc_model(model_path)
 
     def step(rows: list[int]) -> torch.Tensor:
@@ -158,14 +158,15 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         return torch.nn.functional.cross_entropy(_choice_logits(model, tokenizer, chunk, config.max_seq_length), labels)
 
     def evaluate() -> tuple[float, dict[str, float]]:
-        accuracy = round(mc_accuracy(model, tokenizer, select, config.batch_size, config.max_seq_length, "select"), 4)
+        accuracy = round(mc_accuracy(model, tokenizer, select, config.loop.batch_size, config.max_seq_length,
+                                     "select"), 4)
         return accuracy, {"select_accuracy": accuracy}
 
     # without a selection split every epoch is only logged and the last one is kept
-    result = train_loop(model, lambda rng: shuffled_batches(len(train), config.batch_size, rng), step,
-                        evaluate if select else None, LoopSettings.of(config), run)
+    result = train_loop(model, lambda rng: shuffled_batches(len(train), config.loop.batch_size, rng), step,
+                        evaluate if select else None, config.loop, run)
     with result.autocast():
-        accuracy = mc_accuracy(model, tokenizer, report, config.batch_size, config.max_seq_length, "report")
+        accuracy = mc_accuracy(model, tokenizer, report, config.loop.batch_size, config.max_seq_length, "report")
     summary = {
         "stage": "mc",
         "kind": Kind.MC_MODEL,
@@ -195,7 +196,7 @@ def train_mc(config: MCTrainConfig, overwrite: bool = False) -> dict[str, Any]:
         if (model_path / "spiece.model").is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(model_path / "spiece.model", folder / "spiece.model")
         summary = write_record(folder, summary, Kind.MC_MODEL, [model_path], folder_languages(model_path),
-                               render_command("kalbert mc train", config))
+                               command_for(config))
         atomic_write_text(folder / "README.md", render_card(summary))
     run.remove()
     return summary

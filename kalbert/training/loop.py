@@ -1,4 +1,5 @@
-"""The one fine-tuning loop: `sbert sts`, `sbert distill`, `mc train` and `qa train` all run it.
+"""The one fine-tuning loop: `sbert sts`, `sbert distill`, `teacher finetune`, `static train`, `mc train` and
+`qa train` all run it, with the settings of their nested :class:`~kalbert.training.config.LoopConfig`.
 
 A stage supplies what differs between them: the batches of an epoch, a step (batch -> loss), an
 evaluation (-> score to maximise, metrics) and, for sentence models, a collapse guard. The loop owns the
@@ -18,15 +19,16 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 import torch
 from tqdm.auto import tqdm
 
 from kalbert.errors import KalbertError
-from kalbert.precision import Precision, autocast, resolve_precision
+from kalbert.precision import autocast, resolve_precision
 from kalbert.training.best import BestCheckpoint
+from kalbert.training.config import LoopConfig
 from kalbert.training.device import default_device
 from kalbert.training.optim import adamw, linear_warmup
 from kalbert.training.resume import RunFolder
@@ -36,34 +38,6 @@ log = logging.getLogger(__name__)
 Batch = TypeVar("Batch")
 RECENT_LOSSES = 20
 """steps whose mean loss the progress bar shows"""
-
-
-@dataclass(frozen=True)
-class LoopSettings:
-    """What the loop needs of a stage's config (:meth:`of` reads the fields of the same names)."""
-
-    epochs: float
-    lr: float
-    weight_decay: float
-    warmup_ratio: float
-    seed: int
-    max_grad_norm: float
-    precision: Precision
-    checkpoint_steps: int
-    eval_steps: int = 0
-    """0: evaluate at the end of every epoch"""
-    max_steps: int | None = None
-    stop_on_collapse: bool = True
-    evaluate_first: bool = False
-    """also evaluate the starting weights (recorded, never kept as the best)"""
-    eval_autocast: bool = True
-    """evaluate in the training precision; False: in fp32, as the saved model is used (sentence encoders)"""
-
-    @classmethod
-    def of(cls, config: Any, **overrides: Any) -> LoopSettings:
-        """The settings a stage config holds under these names, then ``overrides``."""
-        found = {f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
-        return cls(**{**found, **overrides})
 
 
 class HealthReport(Protocol):
@@ -140,40 +114,43 @@ def _say(message: str) -> None:
     tqdm.write(message)
 
 
-def _check(settings: LoopSettings) -> None:
-    if settings.epochs <= 0 or settings.max_grad_norm <= 0 or settings.checkpoint_steps < 1:
+def _check(loop: LoopConfig) -> None:
+    if loop.epochs <= 0 or loop.max_grad_norm <= 0 or loop.checkpoint_steps < 1:
         raise KalbertError("epochs and max_grad_norm must be positive and checkpoint_steps at least 1")
 
 
 def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[Batch]],
                step: Callable[[Batch], torch.Tensor], evaluate: Callable[[], tuple[float, dict[str, float]]] | None,
-               settings: LoopSettings, run: RunFolder | None = None,
-               guard: Callable[[], HealthReport] | None = None, advice: str = "") -> FitResult:
+               loop: LoopConfig, run: RunFolder | None = None, guard: Callable[[], HealthReport] | None = None,
+               advice: str = "", stop_on_collapse: bool = True, evaluate_first: bool = False,
+               eval_autocast: bool = True) -> FitResult:
     """Train ``model``; evaluate on schedule; leave the best evaluated weights in it.
 
     ``plan(rng)`` gives one epoch's batches in ``rng``'s order (the same number every epoch); ``step``
     computes a batch's loss on the model's device. ``evaluate`` returns (score to maximise, metrics);
     without one every scheduled evaluation only records the training loss and the last weights are kept.
+    ``evaluate_first`` also evaluates the starting weights (recorded, never kept as the best);
+    ``eval_autocast`` evaluates in the training precision, False in fp32, as a saved encoder is used.
     ``guard`` checks the model after each evaluation: an unhealthy report is never kept as the best, is
-    logged with ``advice``, and stops training when ``settings.stop_on_collapse``. With ``run``, training
-    checkpoints there every ``checkpoint_steps`` steps and after each evaluation, and resumes from its state.
+    logged with ``advice``, and stops training when ``stop_on_collapse``. With ``run``, training
+    checkpoints there every ``loop.checkpoint_steps`` steps and after each evaluation, and resumes from its state.
     """
-    _check(settings)
+    _check(loop)
     device = default_device()
     model.to(device)
     state = run.state if run else None
-    use_bf16, reason = resolve_precision(settings.precision, device, state["precision"] if state else None)
+    use_bf16, reason = resolve_precision(loop.precision, device, state["precision"] if state else None)
     result = FitResult("bf16" if use_bf16 else "fp32", reason, str(device))
     _say(f"precision {result.precision}: {reason}; device {device}")
-    torch.manual_seed(settings.seed)
-    per_epoch = len(plan(epoch_rng(settings.seed, 0)))
+    torch.manual_seed(loop.seed)
+    per_epoch = len(plan(epoch_rng(loop.seed, 0)))
     if not per_epoch:
         raise KalbertError("no training batches", "check the training data")
-    total = max(1, math.ceil(settings.epochs * per_epoch))
-    total = min(total, settings.max_steps) if settings.max_steps else total
-    eval_every = settings.eval_steps or per_epoch
-    optimizer = adamw(model.parameters(), settings.lr, settings.weight_decay)
-    scheduler = linear_warmup(optimizer, settings.warmup_ratio, total)
+    total = max(1, math.ceil(loop.epochs * per_epoch))
+    total = min(total, loop.max_steps) if loop.max_steps else total
+    eval_every = loop.eval_steps or per_epoch
+    optimizer = adamw(model.parameters(), loop.lr, loop.weight_decay)
+    scheduler = linear_warmup(optimizer, loop.warmup_ratio, total)
     best = BestCheckpoint()
     losses: list[float] = []  # since the last evaluation
     done = 0
@@ -195,7 +172,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
     def evaluation(at: int) -> bool:
         """Evaluate, keep the best healthy weights; False when training must stop for collapse."""
         model.eval()
-        precision = autocast(device, use_bf16) if settings.eval_autocast else contextlib.nullcontext()
+        precision = autocast(device, use_bf16) if eval_autocast else contextlib.nullcontext()
         with torch.no_grad(), precision:
             score, metrics = evaluate() if evaluate else (float(at), {})  # no evaluation: the latest wins
             report = guard() if guard else None
@@ -211,7 +188,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
         if report is not None and report.collapsed:
             log.warning("%s at step %d; %s", report.describe(), at, advice)
             tqdm.write(f"WARNING: {report.describe()} at step {at}. Try: {advice}")
-            return not settings.stop_on_collapse
+            return not stop_on_collapse
         if at > 0:
             best.offer(score, at, model)
         return True
@@ -222,18 +199,18 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
                   "losses": losses, "stopped_for_collapse": result.stopped_for_collapse, "rng": rng_state(),
                   "precision": result.precision, "seconds": result.earlier_seconds + time.perf_counter() - started})
 
-    if settings.evaluate_first and not result.history:
+    if evaluate_first and not result.history:
         evaluation(0)
     model.train()
     recent: deque[float] = deque(maxlen=RECENT_LOSSES)
     progress = tqdm(total=total, initial=done, desc="training", unit="step")
     while done < total and not result.stopped_for_collapse:
         epoch, offset = divmod(done, per_epoch)
-        for batch in plan(epoch_rng(settings.seed, epoch))[offset:]:
+        for batch in plan(epoch_rng(loop.seed, epoch))[offset:]:
             with autocast(device, use_bf16):
                 loss = step(batch)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), loop.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
@@ -245,7 +222,7 @@ def train_loop(model: torch.nn.Module, plan: Callable[[random.Random], Sequence[
             evaluated = done % eval_every == 0 or done == total
             if evaluated and not evaluation(done):
                 result.stopped_for_collapse = True
-            if run and (evaluated or done % settings.checkpoint_steps == 0):
+            if run and (evaluated or done % loop.checkpoint_steps == 0):
                 checkpoint()
             if done >= total or result.stopped_for_collapse:
                 break

@@ -26,7 +26,6 @@ from tqdm.auto import tqdm
 
 from kalbert import __version__
 from kalbert.artifact import Kind
-from kalbert.config import render_command
 from kalbert.data import get_spec, iter_documents, list_datasets, resolve_sources
 from kalbert.errors import KalbertError
 from kalbert.io import refuse_existing_output, sha256_file
@@ -35,6 +34,7 @@ from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import BOUNDARY, make_segmenter, segment_lines
 from kalbert.text.sentences import split_sentences
+from kalbert.verbs import command_for
 from kalbert.vocab.card import write_vocab_card
 from kalbert.vocab.config import VocabBuildConfig
 from kalbert.vocab.files import SPECIAL_TOKENS, load_processor, normalization_rules, write_vocab_files
@@ -269,6 +269,6 @@ def build_vocab(config: VocabBuildConfig, overwrite: bool = False) -> Path:
             "build_seconds": round(build_seconds, 1),
             "read_and_segment_seconds": round(segment_seconds, 1),
         }
-        metadata = write_record(tmp, metadata, Kind.VOCAB, command=render_command("kalbert vocab build", config))
+        metadata = write_record(tmp, metadata, Kind.VOCAB, command=command_for(config))
         write_vocab_card(tmp, metadata)
     return out

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kalbert.config import build_config, flatten_values, render_command
+from kalbert.config import build_config, flatten_values
 from kalbert.io import atomic_write_text
+from kalbert.verbs import command_for
 from kalbert.vocab.config import VocabBuildConfig
 
 
@@ -16,7 +17,7 @@ def _pct(value: float | None) -> str:
 def build_command(config: dict) -> str:
     """The `kalbert vocab build` command line that reproduces ``config`` (a kalbert.json ``config``)."""
     values = flatten_values(VocabBuildConfig, config, "vocabulary config")
-    return render_command("kalbert vocab build", build_config(VocabBuildConfig, values))
+    return command_for(build_config(VocabBuildConfig, values))
 
 
 def write_vocab_card(folder: Path, meta: dict) -> None:

@@ -18,12 +18,12 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as sp_pb2
 
 from kalbert.artifact import Kind, read_meta
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, open_text
 from kalbert.stage import artifact_folder, write_record
 from kalbert.text.normalize import normalize_text
 from kalbert.text.segment import make_segmenter
+from kalbert.verbs import command_for
 from kalbert.vocab.config import VocabExtendConfig
 from kalbert.vocab.files import load_model_proto, load_processor, write_vocab_files
 
@@ -137,7 +137,7 @@ def extend_vocab(config: VocabExtendConfig, overwrite: bool = False) -> tuple[Pa
             added_pieces=[_WORD_START + w for w in extension.added],
         )
         write_record(tmp, {**meta, "command": None}, Kind.VOCAB, parents=[base],
-                     command=render_command("kalbert vocab extend", config))
+                     command=command_for(config))
         base_card = base / "README.md"
         if base_card.exists():
             shutil.copyfile(base_card, tmp / "BASE_README.md")

@@ -17,10 +17,10 @@ from sentencepiece import sentencepiece_model_pb2 as sp_pb2
 from tokenizers import Tokenizer
 
 from kalbert.artifact import Kind, read_meta
-from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_bytes, atomic_write_text, refuse_existing_output
 from kalbert.stage import artifact_folder, write_record
+from kalbert.verbs import command_for
 from kalbert.vocab.config import VocabNormalizeConfig
 from kalbert.vocab.files import SPIECE, load_model_proto, spiece_path
 from kalbert.vocab.normalizer import rewrite_tokenizer_json, with_charsmap
@@ -110,7 +110,7 @@ def normalize_folder(config: VocabNormalizeConfig, overwrite: bool = False) -> t
     charsmap = new.normalizer_spec.precompiled_charsmap
     normalizer = {"version": (meta.get("normalizer") or {}).get("version", 1) + 1, **normalizer,
                   "parent": str(source)}
-    command = render_command("kalbert vocab normalize", config, positional=("folder",))
+    command = command_for(config)
     with artifact_folder(out, Kind(meta["kind"]), overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         for path, proto in protos.items():

@@ -13,6 +13,7 @@ from kalbert.data.loaders import BOOLQ_CHOICES
 from kalbert.errors import KalbertError
 from kalbert.tasks import MC_TASKS, MCTrainConfig, predict_mc, train_mc
 from kalbert.tasks.multiple_choice import format_choices
+from kalbert.training import LoopConfig
 
 
 @pytest.fixture(autouse=True)
@@ -46,11 +47,9 @@ def test_train_selects_on_dev_and_reports_test(tiny_mc_albert, tmp_path):
         model=str(tiny_mc_albert),
         task="kobest-copa",
         out=str(tmp_path / "mc"),
-        epochs=2,
-        batch_size=8,
-        lr=1e-3,
         max_rows=32,
         max_eval_rows=16,
+        loop=LoopConfig(epochs=2, batch_size=8, lr=1e-3),
     )
     summary = train_mc(config)
     assert summary["report"] == {

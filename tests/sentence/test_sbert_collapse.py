@@ -9,8 +9,9 @@ import torch
 
 from kalbert.errors import KalbertError
 from kalbert.sentence.collapse import check_collapse
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.sts import STSConfig, train_sts
+from kalbert.sentence.config import STSConfig
+from kalbert.sentence.sts import train_sts
+from kalbert.training import LoopConfig
 
 
 def test_constant_embeddings_are_collapsed():

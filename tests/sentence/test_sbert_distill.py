@@ -11,8 +11,9 @@ import torch
 
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
-from kalbert.sentence.distill import ContrastiveDistillLoss, DistillConfig, SimilarityDistillLoss, distill_student
-from kalbert.sentence.loop import LoopConfig
+from kalbert.sentence.config import DistillConfig
+from kalbert.sentence.distill import ContrastiveDistillLoss, SimilarityDistillLoss, distill_student
+from kalbert.training import LoopConfig
 
 QUICK = LoopConfig(lr=1e-3, batch_size=32, max_steps=4, eval_steps=2)
 

@@ -16,9 +16,8 @@ import pytest
 import torch
 
 from kalbert.cli.main import main
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.sts import STSConfig
-from kalbert.training import RunFolder
+from kalbert.sentence.config import STSConfig
+from kalbert.training import LoopConfig, RunFolder
 
 TOTAL_STEPS = 24  # two epochs of the tiny KorSTS train split (96 rows) at batch size 8
 KILL_AFTER = 6

@@ -9,9 +9,10 @@ import pytest
 
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
+from kalbert.sentence.config import STSConfig
 from kalbert.sentence.evaluate import evaluate_sts
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.sts import STSConfig, build_tasks, summary, train_sts
+from kalbert.sentence.sts import build_tasks, summary, train_sts
+from kalbert.training import LoopConfig
 
 
 def test_sts_training_keeps_the_best_checkpoint(tiny_sbert, tiny_data, tmp_path):

@@ -9,8 +9,7 @@ from kalbert.cli.main import main
 from kalbert.data.registry import DATASETS, assert_selectable
 from kalbert.errors import KalbertError
 from kalbert.static.evaluate import eval_refs
-from kalbert.tasks.multiple_choice import MC_TASKS
-from kalbert.tasks.qa.train import QA_TASKS
+from kalbert.tasks.configs import MC_TASKS, QA_TASKS
 
 REPORTED = [f"{name}:{split}" for name, spec in DATASETS.items() for split in sorted(spec.eval_splits)]
 

@@ -11,8 +11,9 @@ import torch
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
-from kalbert.sentence.loop import LoopConfig
-from kalbert.sentence.teacher_finetune import TeacherFinetuneConfig, finetune_teacher, teacher_folder
+from kalbert.sentence.config import TeacherFinetuneConfig
+from kalbert.sentence.teacher_finetune import finetune_teacher, teacher_folder
+from kalbert.training import LoopConfig
 
 
 def _embeddings(folder) -> torch.Tensor:

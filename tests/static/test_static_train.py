@@ -1,10 +1,11 @@
 """`kalbert static train`: piece vectors fitted to the teacher's corpus sentence vectors (and pair sets: graded
 ones with CoSENT, NLI and parallel ones with in-batch negatives) lower the held-out loss, keep the folder
-format, train Matryoshka prefixes and refuse bad input."""
+format, train Matryoshka prefixes, resume an interrupted run where it stopped and refuse bad input."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
@@ -12,24 +13,31 @@ import torch
 
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
+from kalbert.static.config import StaticTrainConfig
 from kalbert.static.model import load_static_model
 from kalbert.static.train import (
+    CorpusTask,
     GradedPairs,
     PairBatches,
-    StaticTrainConfig,
     cosent_loss,
     ranking_loss,
     target_loss,
     train_static,
     translation_pairs,
 )
+from kalbert.training import LoopConfig
+
+LOOP = {f.name for f in fields(LoopConfig)}
 
 
 def _config(static_init, teacher_folder, tmp_path, **changes) -> StaticTrainConfig:
+    """A quick config; ``changes`` named like loop settings (epochs, batch_size, ...) go into its ``loop``."""
     settings = dict(init=str(static_init), out=str(tmp_path / "trained"), teacher=str(teacher_folder),
-                    max_sentences=400, dev_rows=100, epochs=2, batch_size=64, lr=1e-2, eval=[],
-                    cache_dir=str(tmp_path / "cache"))
-    return StaticTrainConfig(**{**settings, **changes})
+                    max_sentences=400, dev_rows=100, eval=[], cache_dir=str(tmp_path / "cache"))
+    loop = dict(epochs=2, batch_size=64, lr=1e-2)
+    for name, value in changes.items():
+        (loop if name in LOOP else settings)[name] = value
+    return StaticTrainConfig(**settings, loop=replace(StaticTrainConfig(init="", out="").loop, **loop))
 
 
 def test_training_lowers_the_heldout_loss_and_keeps_the_format(static_init, teacher, ko_corpus, tmp_path):
@@ -37,12 +45,15 @@ def test_training_lowers_the_heldout_loss_and_keeps_the_format(static_init, teac
 
     out, best = train_static(_config(static_init, teacher, tmp_path, corpus=[str(ko_corpus)]))
     history = json.loads((out / "training_log.json").read_text())["history"]
-    assert [(r["stage"], r["epoch"]) for r in history] == [("init", 0), ("corpus", 1), ("corpus", 2)]
+    assert [(r["stage"], r["epoch"], r["step"]) for r in history] == [("init", 0, 0), ("corpus", 1, 5),
+                                                                      ("corpus", 2, 10)]  # 300 sentences, 64 a step
     assert history[-1]["heldout_loss"] < history[0]["heldout_loss"]
     assert best["stage"] == "corpus"
     meta = json.loads((out / "kalbert.json").read_text())
     assert meta["kind"] == "static-model" and [s["stage"] for s in meta["stages"]] == ["distill", "train"]
-    assert meta["stages"][-1]["corpus_train_sentences"] == 300
+    stage = meta["stages"][-1]
+    assert stage["corpus_train_sentences"] == 300 and stage["precision"] == "fp32"
+    assert stage["config"]["loop"]["lr"] == 1e-2 and not (tmp_path / "trained.partial").exists()
     trained, _ = load_static_model(out)
     initial, _ = load_static_model(static_init)
     assert trained.vectors.shape == initial.vectors.shape and not np.allclose(trained.vectors, initial.vectors)
@@ -151,6 +162,48 @@ def test_sts_sets_train_as_one_stage_after_the_corpus(static_init, teacher, ko_c
     assert [r["stage"] for r in history] == ["init", "corpus", "pairs"]
     stage = json.loads((out / "kalbert.json").read_text())["stages"][-1]
     assert stage["korsts:train_pairs"] > 0 and stage["stsb-zh:train_pairs"] > 0
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(static_init, teacher, ko_corpus, tmp_path, monkeypatch):
+    """Killed in the pair stage, a rerun keeps the finished corpus stage, resumes the pairs at their last
+    checkpoint and ends as an uninterrupted run does."""
+    mined = tmp_path / "mined.tsv"
+    mined.write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"영화가 {i}번 좋았다\t배우가 {i}번 웃었다\t{i % 6}\n" for i in range(40)), encoding="utf-8")
+
+    def config(out: str) -> StaticTrainConfig:  # 38 corpus steps, then 2 x 5 pair steps
+        return _config(static_init, teacher, tmp_path, out=str(tmp_path / out), corpus=[str(ko_corpus)],
+                       sts=[str(mined)], epochs=1, sts_epochs=2, batch_size=8, checkpoint_steps=1)
+
+    whole_out, whole_best = train_static(config("whole"))
+    pair_loss, corpus_loss = PairBatches.loss, CorpusTask.batch_loss
+    calls = []
+
+    def crashing(self, *args):
+        calls.append(1)
+        if len(calls) == 8:
+            raise RuntimeError("killed")
+        return pair_loss(self, *args)
+
+    killed = config("killed")
+    monkeypatch.setattr(PairBatches, "loss", crashing)
+    with pytest.raises(RuntimeError, match="killed"):
+        train_static(killed)
+    partial = tmp_path / "killed.partial"
+    assert sorted(p.name for p in partial.iterdir()) == ["run.json", "state-corpus.pt", "state-pairs.pt"]
+    assert torch.load(partial / "state-pairs.pt", weights_only=False)["step"] == 7
+
+    corpus_steps = []
+    monkeypatch.setattr(PairBatches, "loss", pair_loss)
+    monkeypatch.setattr(CorpusTask, "batch_loss", lambda self, *a: corpus_steps.append(1) or corpus_loss(self, *a))
+    out, best = train_static(killed)
+    assert corpus_steps == [] and not partial.exists()  # the corpus stage was not trained again
+    logs = [json.loads((folder / "training_log.json").read_text())["history"] for folder in (out, whole_out)]
+    assert [(r["stage"], r["step"]) for r in logs[0]] == [(r["stage"], r["step"]) for r in logs[1]] == [
+        ("init", 0), ("corpus", 38), ("pairs", 5), ("pairs", 10)]
+    assert [r["score"] for r in logs[0]] == pytest.approx([r["score"] for r in logs[1]], abs=1e-6)
+    assert (best["stage"], best["step"]) == (whole_best["stage"], whole_best["step"])
+    np.testing.assert_allclose(load_static_model(out)[0].vectors, load_static_model(whole_out)[0].vectors, atol=1e-6)
 
 
 def test_bad_input_writes_nothing(static_init, teacher, zh_teacher, tmp_path):

@@ -15,6 +15,7 @@ from kalbert.errors import KalbertError
 from kalbert.tasks import MCTrainConfig, predict_mc, train_mc
 from kalbert.tasks.encoders import check_encoder, encoder_inputs
 from kalbert.tasks.qa import label_window, make_windows
+from kalbert.training import LoopConfig
 
 REPO = Path(__file__).resolve().parents[2]
 KO_VOCAB = REPO / "vocab" / "ko-32k"
@@ -186,7 +187,8 @@ def test_mc_train_from_a_bert_writes_a_plain_mc_folder(teacher, request, tmp_pat
     _need("kobest-copa", "train", "dev", "test")
     out = tmp_path / "mc"
     summary = train_mc(MCTrainConfig(model=str(request.getfixturevalue(teacher)), task="kobest-copa", out=str(out),
-                                     epochs=1, batch_size=8, max_rows=8, max_eval_rows=4, precision="fp32"))
+                                     max_rows=8, max_eval_rows=4,
+                                     loop=LoopConfig(epochs=1, batch_size=8, precision="fp32")))
     assert summary["report"]["n"] == 4 and summary["selected_epoch"] == 1
     _assert_plain_task_folder(out, "AutoModelForMultipleChoice", "BertForMultipleChoice")
     probs = predict_mc(out, "전쟁이 시작되었다.", ["병사들이 집으로 돌아왔다.", "병사들이 전투에 파견되었다."],

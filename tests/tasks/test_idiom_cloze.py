@@ -20,6 +20,7 @@ from kalbert.errors import KalbertError
 from kalbert.tasks import MCTrainConfig, train_mc
 from kalbert.tasks.idiom_cloze import IDIOM_SLOT, ClozeConfig, build_cloze, find_blanks, idiom_lexicon
 from kalbert.tasks.multiple_choice import format_choices
+from kalbert.training import LoopConfig
 
 IDIOMS = ["一心一意", "不知不觉", "四通八达", "名副其实", "前所未有", "无可奈何", "浩浩荡荡", "胡说八道", "大吃一惊"]
 CLEAN = [
@@ -124,8 +125,8 @@ def test_extra_training_examples_join_the_train_split(tiny_mc_albert, tmp_path):
     rows = [{"id": f"c{i}", "candidates": IDIOMS[:7], "content": f"第{i}次他#idiom#地工作。", "answer": 0}
             for i in range(5)]
     extra.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    config = MCTrainConfig(model=str(tiny_mc_albert), task="chid", out=str(tmp_path / "mc"), epochs=1, batch_size=4,
-                           lr=1e-3, max_rows=3, max_eval_rows=4, extra_train=str(extra))
+    config = MCTrainConfig(model=str(tiny_mc_albert), task="chid", out=str(tmp_path / "mc"), max_rows=3,
+                           max_eval_rows=4, extra_train=str(extra), loop=LoopConfig(epochs=1, batch_size=4, lr=1e-3))
     summary = train_mc(config)
     assert summary["train_examples"] == 6  # 3 of the split, 3 of the file
     assert summary["extra_train"]["examples"] == 5 and len(summary["extra_train"]["sha256"]) == 64

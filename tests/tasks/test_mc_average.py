@@ -12,6 +12,7 @@ from kalbert.cli.main import main
 from kalbert.data import data_path
 from kalbert.errors import KalbertError
 from kalbert.tasks import MCTrainConfig, train_mc
+from kalbert.training import LoopConfig
 
 WEIGHTS = "model.safetensors"
 
@@ -29,8 +30,8 @@ def copa_runs(tiny_mc_albert, tmp_path_factory):
     runs = {}
     for name, task, lr in (("low", "kobest-copa", 1e-4), ("high", "kobest-copa", 1e-3),
                            ("hellaswag", "kobest-hellaswag", 1e-4)):
-        train_mc(MCTrainConfig(model=str(tiny_mc_albert), task=task, out=str(root / name), epochs=1, batch_size=8,
-                               lr=lr, max_rows=16, max_eval_rows=8, precision="fp32"))
+        train_mc(MCTrainConfig(model=str(tiny_mc_albert), task=task, out=str(root / name), max_rows=16, max_eval_rows=8,
+                               loop=LoopConfig(epochs=1, batch_size=8, lr=lr, precision="fp32")))
         runs[name] = root / name
     return runs
 

@@ -163,8 +163,9 @@ def test_the_card_quotes_the_teacher_encoding_throughput():
 
 @needs_onnx
 def test_distillation_records_the_teacher_encoding_on_its_card(st_teacher, ko_corpus, tmp_path):
-    from kalbert.sentence.distill import DistillConfig, distill_student
-    from kalbert.sentence.loop import LoopConfig
+    from kalbert.sentence.config import DistillConfig
+    from kalbert.sentence.distill import distill_student
+    from kalbert.training import LoopConfig
 
     config = DistillConfig(student=str(st_teacher), teacher=str(st_teacher), corpus=[str(ko_corpus)],
                            max_sentences=200, out=str(tmp_path / "kd"), dev_rows=40, cache_dir=str(tmp_path / "c"),

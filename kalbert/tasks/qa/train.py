@@ -26,7 +26,6 @@ from typing import Any
 
 from kalbert import __version__
 from kalbert.artifact import Kind, folder_languages
-from kalbert.config import render_command
 from kalbert.data import QAExample, assert_trainable, get_spec
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output
@@ -37,7 +36,8 @@ from kalbert.tasks.qa.data import article_split, load_examples, read_label
 from kalbert.tasks.qa.features import label_window, make_windows
 from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, load_tokenizer, read_config, tensors
-from kalbert.training import LoopSettings, RunFolder, shuffled_batches, train_loop
+from kalbert.training import RunFolder, shuffled_batches, train_loop
+from kalbert.verbs import command_for
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ def _validate(config: QATrainConfig, overwrite: bool) -> tuple[QASplits, Path]:
     splits = _check_task(config.task)
     for name in config.train:
         assert_trainable(name, _check_task(name).train)
-    if config.epochs < 1 or config.batch_size < 1:
-        raise KalbertError("epochs and batch size must be at least 1")
+    if config.loop.epochs <= 0 or config.loop.batch_size < 1:
+        raise KalbertError("epochs must be above 0 and batch size at least 1")
     if config.doc_stride < 1 or config.max_seq_length < 32:
         raise KalbertError("doc stride must be at least 1 and max length at least 32")
     assert_trainable(config.task, splits.train)
@@ -108,7 +108,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
     report, n_report_split = _rows(config.task, splits.report, config.max_eval_rows, languages)
     settings = config.settings()
 
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.loop.seed)
     tokenizer = load_tokenizer(model_path)
     model = AutoModelForQuestionAnswering.from_pretrained(str(model_path), local_files_only=True)
     windows, unlocated = _training_windows(tokenizer, train, config)
@@ -126,8 +126,8 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         scores, _ = score_examples(model, tokenizer, config.task, select, settings)
         return scores["f1"], {f"{splits.select}_{k}": v for k, v in scores.items()}
 
-    result = train_loop(model, lambda rng: shuffled_batches(len(windows), config.batch_size, rng), step, evaluate,
-                        LoopSettings.of(config), run)
+    result = train_loop(model, lambda rng: shuffled_batches(len(windows), config.loop.batch_size, rng), step,
+                        evaluate, config.loop, run)
     scores, _ = score_examples(model, tokenizer, config.task, report, settings, bf16=result.bf16)
     summary = {
         "kind": Kind.QA_MODEL,
@@ -135,7 +135,7 @@ def train_qa(config: QATrainConfig, overwrite: bool = False) -> dict[str, Any]:
         "task": config.task,
         "architecture": type(model).__name__,
         "model_type": model.config.model_type,
-        "command": render_command("kalbert qa train", config),
+        "command": command_for(config),
         "config": asdict(config),
         "settings": asdict(settings),
         "splits": asdict(splits),
