@@ -152,7 +152,9 @@ def folder_language(folder: str | Path) -> str:
 def invocation() -> str | None:
     """The command line that is running, when it is the ``kalbert`` program (None from the Python API)."""
     program = Path(sys.argv[0]) if sys.argv else Path()
-    # `kalbert ...`, `python -m kalbert ...`, `python -m kalbert.cli.main ...`; not `python -m pytest`
-    if program.name == "kalbert" or (program.name in ("__main__.py", "main.py") and "kalbert" in program.parts):
+    # `kalbert ...`, `python -m kalbert ...`, `python -m kalbert.cli.main ...`; not `python -m pytest`, even from
+    # a checkout folder that is itself called kalbert
+    package = Path(__file__).resolve().parent
+    if program.name == "kalbert" or program.resolve() in (package / "__main__.py", package / "cli" / "main.py"):
         return shlex.join(["kalbert", *sys.argv[1:]])
     return None

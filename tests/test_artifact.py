@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
-from kalbert.artifact import META_FILE, Kind, folder_language, read_meta, write_meta
+from kalbert.artifact import META_FILE, Kind, folder_language, invocation, read_meta, write_meta
 from kalbert.errors import KalbertError
 
 
@@ -45,3 +47,19 @@ def test_best_checkpoint_keeps_the_best_weights():
         model[0].weight.add_(1.0)
     assert not best.offer(0.4, 2, model) and not best.offer(0.5, 3, model)
     assert best.restore(model) and torch.equal(model[0].weight, kept) and (best.score, best.at) == (0.5, 1)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["/usr/local/bin/kalbert", "vocab", "build"], "kalbert vocab build"),
+    (["{package}/__main__.py", "demo"], "kalbert demo"),
+    (["{package}/cli/main.py", "search", "query"], "kalbert search query"),
+    # pytest run from a checkout that is itself called kalbert is not the kalbert program
+    (["/work/kalbert/.venv/lib/python3.11/site-packages/pytest/__main__.py", "-q"], None),
+    (["/work/kalbert/tests/main.py"], None),
+])
+def test_invocation_is_the_kalbert_program_only(monkeypatch, argv, expected):
+    import kalbert
+
+    package = str(Path(kalbert.__file__).resolve().parent)
+    monkeypatch.setattr(sys, "argv", [argv[0].format(package=package), *argv[1:]])
+    assert invocation() == expected
