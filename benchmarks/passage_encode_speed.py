@@ -36,13 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from sentence_encode_speed import load_average, weight_count
 
-from kalbert.bench.dense import role_prompt
 from kalbert.bench.retrieval import squad_paragraphs
 from kalbert.data import data_path, get_spec
 from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.sentence import load_sentence_model
-from kalbert.teachers.backends import E5_NAME, e5_folder
+from kalbert.teachers.backends import E5_NAME, e5_folder, role_prompt
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -174,7 +174,7 @@ INPUTS: dict[str, dict[str, Input]] = {
     "sbert export": {"model": Folder((Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL)), "tokenizer": TOKENIZER,
                      "eval": Data(selects=True), "out": Output()},
     "sbert sts": {"model": SENTENCE_START, "train": Data(), "eval": Data(selects=True), "test": Data(),
-                  "out": Output()},
+                  "negative_miner": Teacher(), "out": Output()},
     "sbert distill": {"student": SENTENCE_START, "teacher": Teacher(), "parallel": Data(), "corpus": Data(),
                       "eval": Data(selects=True), "out": Output()},
     "sbert mine": {"teacher": Teacher(), "corpus": Data(), "out": Output("file")},

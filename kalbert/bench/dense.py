@@ -22,26 +22,13 @@ from typing import Any
 import numpy as np
 
 from kalbert.io import kalbert_cache
+from kalbert.teachers.backends import ENCODE_METHOD, role_prompt
 from kalbert.teachers.cache import EmbeddingCache
-
-DOCUMENT_PROMPTS = ("document", "passage", "corpus")
-"""the prompt names ``encode_document`` looks for, in its order"""
-ENCODE_METHOD = {"query": "encode_query", "passage": "encode_document"}
 
 
 def default_cache_dir() -> Path:
     """Where retrieval vectors are cached unless told otherwise (rebuildable)."""
     return kalbert_cache() / "bench-embeddings"
-
-
-def role_prompt(model: Any, role: str) -> str:
-    """The prompt sentence-transformers prepends for ``role``: the role's own, else the default prompt, else ""."""
-    prompts = dict(getattr(model, "prompts", None) or {})
-    for name in ("query",) if role == "query" else DOCUMENT_PROMPTS:
-        if name in prompts:
-            return prompts[name]
-    default = getattr(model, "default_prompt_name", None)
-    return prompts.get(default, "") if default else ""
 
 
 def folder_fingerprint(folder: Path) -> str:

@@ -50,6 +50,13 @@ class STSConfig:
     """Prompt stored in the model for queries (``encode_query``; e.g. "query: "); None keeps the model's own."""
     passage_prompt: str | None = None
     """Prompt stored in the model for passages (``encode_document``; e.g. "passage: "); None keeps the model's."""
+    negative_miner: str | None = None
+    """Teacher that picks each QA question's hard negative (e.g. multilingual-e5-small, with its prompts): the
+    paragraph of the split's articles it ranks highest, skipping any it scores at or above ``negative_margin`` x
+    the question's own paragraph (likely answers too); None: the next paragraph of the same article."""
+    negative_margin: float = 0.99
+    """Share of the teacher's score for a question's own paragraph that a mined negative must stay under (0.99 fits
+    e5's crowded cosines; 1.0 is GISTEmbed's rule: only paragraphs scored above the question's own are passed over)."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128
@@ -79,6 +86,10 @@ class DistillConfig:
     """Monolingual corpora (names or files) whose sentences the student learns to embed like the teacher."""
     max_sentences: int = 150_000
     """Corpus sentences sampled (deduplicated, language-balanced) when ``corpus`` is given."""
+    max_passages: int = 0
+    """Corpus paragraphs (64-1,500 characters) sampled beside the sentences, which the teacher reads as passages
+    (e5: "passage: ") and the student with its "document" prompt: a student that embeds paragraphs for search
+    (with --max-seq-length 256). 0: sentences only."""
     teacher: str = "all-MiniLM-L6-v2"
     """Teacher: multilingual-e5-small, use-multilingual, all-MiniLM-L6-v2, or a SentenceTransformer folder/hub id."""
     source_lang: str | None = None

@@ -5,7 +5,10 @@ Two sources of rows, mixable in one run:
 - **parallel** (Reimers & Gurevych, 2020): for rows (source, translation...), student(source) and
   student(translation) both learn from teacher(source);
 - **corpus**: monolingual Korean/Chinese sentences (split, NFC, deduplicated, language-balanced; see
-  :mod:`kalbert.teachers.corpus`) that the student learns to embed as a multilingual teacher does.
+  :mod:`kalbert.teachers.corpus`) that the student learns to embed as a multilingual teacher does; with
+  ``max_passages``, whole paragraphs too, a task of their own: the teacher reads them as passages (e5:
+  "passage: ", vectors cached apart from its default-prompt ones) and the student with its "document" prompt,
+  as ``encode_document`` will read them at search time.
 
 Three losses:
 
@@ -50,7 +53,7 @@ from kalbert.sentence.export import save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
-from kalbert.teachers.backends import Teacher, describe, load_teacher
+from kalbert.teachers.backends import Teacher, describe, load_teacher, with_prompt
 from kalbert.teachers.cache import EmbeddingCache, open_cache
 from kalbert.teachers.corpus import corpus_sentences
 from kalbert.training import FitResult, RunFolder
@@ -63,6 +66,9 @@ log = logging.getLogger(__name__)
 SCRIPTS = {"ko": re.compile(r"[\uac00-\ud7a3\u3131-\u318e]"), "zh": re.compile(r"[\u4e00-\u9fff]"),
            "en": re.compile(r"[A-Za-z]"), "ja": re.compile(r"[\u3040-\u30ff]")}
 LETTER = re.compile(r"[^\W\d_]")
+DOCUMENT_PROMPT = "document"
+"""the student's prompt for passages: the one ``encode_document`` reads first, which sentence-transformers gives
+every model ("" where a folder stores none: then passages are read without a prompt)"""
 
 
 class SimilarityDistillLoss(torch.nn.Module):
@@ -193,8 +199,10 @@ class TeacherAgreement:
     teacher's (always) and the negative MSE x100 to the teacher's vectors (when the widths match)."""
 
     def __init__(self, name: str, texts: list[str], teacher_vectors: np.ndarray, batch_size: int,
-                 with_mse: bool) -> None:
+                 with_mse: bool, prompt_name: str | None = None) -> None:
         self.texts, self.teacher_vectors, self.batch_size, self.with_mse = texts, teacher_vectors, batch_size, with_mse
+        self.prompt_name = prompt_name
+        """the student's prompt for these texts, as training reads them (None: its default prompt)"""
         self.teacher_cosines = _upper_cosines(teacher_vectors)
         self.name = name
         self.primary_metric = f"{name}_similarity_spearman"
@@ -202,7 +210,8 @@ class TeacherAgreement:
     def __call__(self, model: SentenceTransformer) -> dict[str, float]:
         from scipy.stats import spearmanr
 
-        vectors = model.encode(self.texts, batch_size=self.batch_size, convert_to_numpy=True)
+        vectors = model.encode(self.texts, prompt_name=self.prompt_name, batch_size=self.batch_size,
+                               convert_to_numpy=True)
         metrics = {self.primary_metric: float(spearmanr(_upper_cosines(vectors), self.teacher_cosines).statistic)}
         if self.with_mse and vectors.shape[1] == self.teacher_vectors.shape[1]:
             metrics[f"{self.name}_negative_mse"] = -100 * float(((vectors - self.teacher_vectors) ** 2).mean())
@@ -219,6 +228,8 @@ class Rows:
     probe: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    passages: list[str] = field(default_factory=list)
+    """corpus paragraphs, each its own target in the passage teacher's cache"""
 
 
 def _parallel_rows(config: DistillConfig, teacher: Teacher, cache: EmbeddingCache, student_langs: list[str],
@@ -280,6 +291,19 @@ def _corpus_rows(config: DistillConfig, teacher: Teacher, cache: EmbeddingCache,
             rows.languages.append(lang)
 
 
+def _passage_rows(config: DistillConfig, cache: EmbeddingCache, rows: Rows, with_mse: bool) -> None:
+    """Add corpus paragraphs (each its own target, in the passage teacher's ``cache``) and a held-out agreement
+    evaluator per language that reads them with the student's document prompt, as training does."""
+    by_lang = corpus_sentences(config.corpus, config.max_passages, config.loop.seed, cache, unit="paragraph")
+    for lang, passages in sorted(by_lang.items()):
+        dev, train = passages[: config.dev_rows], passages[config.dev_rows:]
+        rows.passages += train
+        rows.evaluators.append(TeacherAgreement(f"passages-{lang}", dev, cache.vectors(dev), config.loop.batch_size,
+                                                with_mse, prompt_name=DOCUMENT_PROMPT))
+        rows.counts[f"corpus_{lang}_passage_train_rows"] = len(train)
+        rows.counts[f"corpus_{lang}_passage_dev_rows"] = len(dev)
+
+
 def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillResult:
     """Distil ``config.teacher`` into ``config.student`` on parallel and/or corpus rows; save the best student."""
     from sentence_transformers.sentence_transformer.losses import MSELoss
@@ -291,6 +315,9 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     if not config.parallel and not config.corpus:
         raise KalbertError("no training sentences", "pass --corpus (e.g. kowiki zh-clue) and/or --parallel "
                            "(e.g. parallel-stsb-train tatoeba-en-ko)")
+    if config.max_passages and not config.corpus:
+        raise KalbertError("--max-passages samples corpus paragraphs, but no --corpus is given",
+                           "pass --corpus (e.g. kowiki zh-clue zh-laws)")
     eval_refs = selection_refs(config.eval)
     for folder in (config.teacher, config.student):
         refuse_trained_on(folder, eval_refs, "--eval")
@@ -305,6 +332,13 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     source = _parallel_rows(config, teacher, cache, student_langs, rows, with_mse) if config.parallel else None
     if config.corpus:
         _corpus_rows(config, teacher, cache, student_langs, rows, with_mse)
+    passage_cache = None
+    if config.max_passages:
+        passage_teacher = with_prompt(teacher, "passage")
+        # a prompted passage view runs its reference alone (kalbert.teachers.backends.RoleTeacher)
+        backend = config.teacher_backend if config.teacher_backend in ("auto", *passage_teacher.backends) else None
+        passage_cache = open_cache(passage_teacher, config.cache_dir, backend)
+        _passage_rows(config, passage_cache, rows, with_mse)
 
     student = load_sentence_model(student_path, pooling=config.pooling)
     set_max_seq_length(student, config.max_seq_length)
@@ -316,7 +350,10 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         student.append(Normalize())
     losses = {"mse": MSELoss, "infonce": ContrastiveDistillLoss, "similarity": SimilarityDistillLoss}
     loss = losses[config.loss](student)
-    task = TrainTask("distill", [rows.texts], cache.vectors(rows.targets), loss, group_by_length=True)
+    tasks = [TrainTask("distill", [rows.texts], cache.vectors(rows.targets), loss, group_by_length=True)]
+    if passage_cache is not None:
+        tasks.append(TrainTask("distill-passages", [rows.passages], passage_cache.vectors(rows.passages), loss,
+                               group_by_length=True, prompt_names=(DOCUMENT_PROMPT,)))
     sts = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     selector = "similarity_spearman" if config.loss == "similarity" else "negative_mse"
 
@@ -328,8 +365,8 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
             return float(np.mean([metrics[e.primary_metric] for e in sts])), metrics
         return float(np.mean([v for k, v in metrics.items() if k.endswith(selector)])), metrics
 
-    log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, len(rows.texts), rows.counts)
-    result = fit(student, [task], evaluate, rows.probe, config.loop, run, config.on_collapse)
+    log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, sum(map(len, tasks)), rows.counts)
+    result = fit(student, tasks, evaluate, rows.probe, config.loop, run, config.on_collapse)
     if result.best is None:
         raise KalbertError(f"distillation collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
@@ -337,9 +374,11 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     meta = (read_meta(student_path) if is_sentence_model(student_path) else {}) or new_meta([], str(student_path))
     meta["languages"] = student_langs or rows.languages
     meta["teacher"] = {**describe(teacher), "source_lang": source}
+    passages = {} if passage_cache is None else {"passage_teacher": describe(passage_cache.teacher),
+                                                 "passage_teacher_encoding": passage_cache.fills}
     add_stage(meta, "distill", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse,
-              **result.precision_record(), **rows.counts, teacher_encoding=cache.fills)
+              **result.precision_record(), **rows.counts, teacher_encoding=cache.fills, **passages)
     kept = {k: v for k, v in result.best.metrics.items()
             if k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy", "spearman_cosine"))}
     splits = {e.primary_metric: ref for ref, e in zip(eval_refs, sts, strict=True)}

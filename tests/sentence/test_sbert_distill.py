@@ -1,10 +1,12 @@
 """Distillation: student(source) and student(translation) learn from cached teacher(source), by their
 cosine similarities (default), by MSE through a projection or by InfoNCE; corpus sentences learn from
-their own teacher vectors; teachers that cannot read the data are refused."""
+their own teacher vectors, corpus paragraphs from the teacher's passage vectors; teachers that cannot read the
+data are refused."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -84,9 +86,63 @@ def test_corpus_distillation_learns_teacher_vectors_of_monolingual_sentences(tin
     assert {"corpus-ko_similarity_spearman", "corpus-ko_negative_mse"} <= set(result.metrics)
     stage = json.loads((result.out / "kalbert.json").read_text())["stages"][-1]
     assert stage["corpus_ko_dev_rows"] == 40 and stage["corpus_ko_train_rows"] > 100
+    # no passages: no passage task, counts or teacher in the record
+    assert stage["config"]["max_passages"] == 0 and not {k for k in stage if "passage" in k}
     with pytest.raises(KalbertError, match="teacher reads en, the corpora are ko"):
         distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), corpus=[str(ko_corpus)],
                                       max_sentences=300, out=str(tmp_path / "en"), cache_dir=str(tmp_path / "c2")))
+
+
+def _prompted_teacher(folder, out):
+    """A multilingual copy of ``folder`` with a query prompt by default and another one for documents (as e5's
+    "query: " and "passage: ", in words the Korean test vocabulary has)."""
+    shutil.copytree(folder, out)
+    (out / "kalbert.json").write_text(json.dumps({"languages": ["multilingual"]}), encoding="utf-8")
+    settings = out / "config_sentence_transformers.json"
+    stored = json.loads(settings.read_text(encoding="utf-8"))
+    stored.update(prompts={"query": "질문: ", "document": "문단: "}, default_prompt_name="query")
+    settings.write_text(json.dumps(stored), encoding="utf-8")
+    return out
+
+
+def test_passage_distillation_is_a_second_task_on_the_teachers_passage_vectors(tiny_sbert, tiny_teacher, ko_corpus,
+                                                                               tmp_path, monkeypatch):
+    from kalbert.sentence import distill
+    from kalbert.teachers.backends import load_teacher, with_prompt
+    from kalbert.teachers.cache import open_cache
+
+    teacher = _prompted_teacher(tiny_teacher, tmp_path / "teacher")
+    trained, real_fit = [], distill.fit
+
+    def fit(model, tasks, *args, **kwargs):
+        trained.extend(tasks)
+        return real_fit(model, tasks, *args, **kwargs)
+
+    monkeypatch.setattr(distill, "fit", fit)
+    config = DistillConfig(student=str(tiny_sbert), teacher=str(teacher), corpus=[str(ko_corpus)], max_sentences=200,
+                           max_passages=100, out=str(tmp_path / "kd"), dev_rows=30, max_seq_length=64,
+                           cache_dir=str(tmp_path / "cache"), loop=QUICK)
+    result = distill_student(config)
+    sentences, passages = trained
+    assert (sentences.name, passages.name, passages.prompt_names) == ("distill", "distill-passages", ("document",))
+    assert all(64 <= len(p) <= 1500 for p in passages.columns[0]) and len(passages) == 70
+    assert {"corpus-ko_similarity_spearman", "passages-ko_similarity_spearman"} <= set(result.metrics)
+    meta = json.loads((result.out / "kalbert.json").read_text())
+    stage = meta["stages"][-1]
+    assert (stage["corpus_ko_passage_train_rows"], stage["corpus_ko_passage_dev_rows"]) == (70, 30)
+    assert stage["config"]["max_passages"] == 100 and stage["passage_teacher_encoding"]
+    # the passages' vectors are the teacher's document-prompt ones, in a cache folder of their own
+    fingerprint, passage_fingerprint = meta["teacher"]["fingerprint"], stage["passage_teacher"]["fingerprint"]
+    assert passage_fingerprint != fingerprint
+    assert {p.name for p in (tmp_path / "cache").iterdir()} >= {fingerprint, passage_fingerprint}
+    reader = with_prompt(load_teacher(str(teacher)), "passage")
+    cached = open_cache(reader, str(tmp_path / "cache")).vectors(passages.columns[0][:4])
+    assert abs(cached - passages.labels[:4]).max() < 1e-6
+    assert abs(cached - reader.teacher.encode(passages.columns[0][:4])).max() > 1e-3  # not the query-prompt ones
+    with pytest.raises(KalbertError, match="--max-passages samples corpus paragraphs"):
+        distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(teacher), max_passages=10,
+                                      parallel=[_tsv(tmp_path / "en-ko.tsv", ["en", "ko"], ROWS)],
+                                      out=str(tmp_path / "x")))
 
 
 def test_real_minilm_teacher(tiny_sbert, tiny_data, tmp_path):

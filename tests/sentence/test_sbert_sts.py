@@ -75,31 +75,6 @@ def test_cli_sts_prints_scores(tiny_sbert, tiny_data, tmp_path, capsys):
     assert main(["sbert", "sts", "--model", str(tiny_sbert), "--out", str(out)]) == 2  # exists, no --overwrite
 
 
-@pytest.fixture
-def tiny_qa_data(tiny_data_root, tmp_path, monkeypatch):
-    """The tiny data root plus a KorQuAD file of ten two-paragraph articles (the carve: 7 train, 1 val, 2 test)."""
-    import shutil
-
-    from kalbert.data import get_spec
-
-    root = tmp_path / "data"
-    shutil.copytree(tiny_data_root, root)
-    topics = ["서울", "부산", "대구", "인천", "광주", "대전", "울산", "수원", "창원", "고양"]
-    articles = [{"title": topic, "paragraphs": [
-        {"context": f"{topic}은 한국의 도시이다. 인구가 많다.",
-         "qas": [{"id": f"{i}a", "question": f"{topic}은 어느 나라의 도시인가?",
-                  "answers": [{"text": "한국", "answer_start": len(topic) + 2}]}]},
-        {"context": f"{topic}에는 오래된 시장이 있다.",
-         "qas": [{"id": f"{i}b", "question": f"{topic}에 무엇이 있나?",
-                  "answers": [{"text": "시장", "answer_start": len(topic) + 8}]}]}]}
-        for i, topic in enumerate(topics)]
-    target = root / get_spec("korquad").splits["train"][0]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"version": "test", "data": articles}, ensure_ascii=False), encoding="utf-8")
-    monkeypatch.setenv("KALBERT_DATA", str(root))
-    return root
-
-
 def test_qa_questions_train_against_their_paragraph_with_prompts(tiny_sbert, tiny_qa_data, tmp_path):
     model = load_sentence_model(tiny_sbert)
     (task,) = build_tasks(model, [("korquad", "train")], "cosent", limit=None)
