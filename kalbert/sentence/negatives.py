@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -78,17 +80,22 @@ class NegativeMiner:
     batch_size: int = 32
     reports: list[MinedNegatives] = field(default_factory=list)
 
+    @cached_property
+    def encoder(self) -> Any:
+        """The teacher, loaded once for every set it mines."""
+        from kalbert.bench.baselines import load_encoder
+
+        return load_encoder(self.teacher, batch_size=self.batch_size)
+
     def __call__(self, rows: list[tuple[str, str, str | None]], lang: str) -> list[tuple[str, str, str | None]]:
         """``rows`` (question, its paragraph, a neighbouring one or None) with the teacher's negative in third
         place wherever it found one among the rows' paragraphs (one split's articles)."""
-        from kalbert.bench.baselines import load_encoder
         from kalbert.bench.dense import RoleEncoder, dense_vectors
 
-        encoder = load_encoder(self.teacher, batch_size=self.batch_size)
         paragraphs = list(dict.fromkeys(positive for _, positive, _ in rows))
         place = {text: i for i, text in enumerate(paragraphs)}
-        passages = dense_vectors(RoleEncoder(encoder, "passage", lang), paragraphs)
-        queries = dense_vectors(RoleEncoder(encoder, "query", lang), [question for question, _, _ in rows])
+        passages = dense_vectors(RoleEncoder(self.encoder, "passage", lang), paragraphs)
+        queries = dense_vectors(RoleEncoder(self.encoder, "query", lang), [question for question, _, _ in rows])
         picked, skipped = pick_negatives(queries, passages, np.array([place[p] for _, p, _ in rows]), self.margin)
         mined = [(question, positive, paragraphs[i] if i >= 0 else negative)
                  for (question, positive, negative), i in zip(rows, picked, strict=True)]
