@@ -225,7 +225,8 @@ Every value is x100 and was computed on the split named in its column.
 - Passage retrieval: each question of the test articles finds its paragraph among every paragraph of the
   data set's files; MTEB's scores (nDCG@10, its main score; MRR@10; recall@1/10/100). Models use their query
   and document prompts (e5: "query: " / "passage: "); "cosine + BM25 (RRF)" fuses a model's ranking with
-  BM25's, the weight picked on the val articles. DRCD is read in Simplified script by BM25, TF-IDF and
+  BM25's by reciprocal rank, "cosine + BM25 (convex)" their per-question min-max normalised scores by a
+  weighted sum, each weight picked on the val articles. DRCD is read in Simplified script by BM25, TF-IDF and
   Chinese models (OpenCC t2s). See docs/retrieval.md.
 - Kinds: "kalbert" rows are models built with this kit, "baseline" rows are TF-IDF (character 1-3-grams,
   fitted on KorSTS train for Korean and stsb-zh train for Chinese, on the corpus for retrieval), BM25 (mecab-ko

@@ -8,7 +8,8 @@ trial; DRCD: dev and test), so a test question competes with the paragraphs of t
 A question's one relevant item is its own paragraph. Scores follow MTEB (:func:`ranking_metrics`).
 
 Dense models rank by cosine with their query and document prompts (:mod:`kalbert.bench.dense`) and are
-also fused with BM25 by reciprocal rank fusion, the weight picked on the val articles' questions. DRCD is
+also fused with BM25 twice: by reciprocal rank fusion, and by the convex combination of both systems' per-query
+min-max normalised scores (:mod:`kalbert.ranking`), each weight picked on the val articles' questions. DRCD is
 in Traditional script: BM25 and TF-IDF read it converted to Simplified (OpenCC t2s), as the kit's QA verbs
 give it to a Chinese model; a dense model reads it as published, as ``SentenceTransformer(path)`` gets a
 user's text: reading Traditional characters is the model's own job (its vocabulary's normalizer, `kalbert
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from kalbert.data import data_path, get_spec, load_qa
 from kalbert.data.formats import json_value
 from kalbert.data.script import read_as, reads_simplified, to_simplified
 from kalbert.errors import KalbertError
-from kalbert.ranking import reciprocal_rank_fusion, top_k
+from kalbert.ranking import convex_fusion, reciprocal_rank_fusion, top_k
 from kalbert.text.lexical import BM25Index
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,9 @@ RRF_K = 60
 FUSION_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 """the model's weight in the fusion (BM25 gets 1 minus it), tried on the val questions"""
 FUSED = "cosine + BM25 (RRF)"
-"""the setting of fused records"""
+"""the setting of records fused by reciprocal rank"""
+FUSED_CONVEX = "cosine + BM25 (convex)"
+"""the setting of records fused by the convex combination of normalised scores"""
 LEXICAL_LANGUAGES = ["ko", "zh"]
 """what BM25 and TF-IDF read like: kalbert's Korean and Simplified Chinese (jieba's dictionary)"""
 MAIN_SCORE = "ndcg_at_10"
@@ -103,11 +107,21 @@ def dense_ranking(queries: np.ndarray, passages: np.ndarray, depth: int) -> np.n
     return np.concatenate(blocks) if blocks else np.zeros((0, min(depth, len(passages))), dtype=np.int64)
 
 
-def pick_fusion_weight(model: np.ndarray, bm25: np.ndarray, gold: np.ndarray) -> tuple[float, dict[str, float]]:
-    """The model weight of :data:`FUSION_WEIGHTS` whose fusion scores the best nDCG@10 on these (val) questions,
-    ties to the weight nearest 0.5 (then the lower), and every weight's nDCG@10."""
-    scores = {weight: ranking_metrics(reciprocal_rank_fusion([model, bm25], [weight, 1.0 - weight], k=RRF_K, top=TOP),
-                                      gold)[MAIN_SCORE] for weight in FUSION_WEIGHTS}
+def rrf(model: np.ndarray, bm25: np.ndarray) -> Callable[[float], np.ndarray]:
+    """Model weight -> the reciprocal rank fusion of these rankings."""
+    return lambda weight: reciprocal_rank_fusion([model, bm25], [weight, 1.0 - weight], k=RRF_K, top=TOP)
+
+
+def convex(model: np.ndarray, bm25: np.ndarray) -> Callable[[float], np.ndarray]:
+    """Model weight -> the convex combination of these full score matrices (cosines, BM25 scores)."""
+    return lambda weight: convex_fusion([model, bm25], [weight, 1.0 - weight], top=TOP)
+
+
+def pick_fusion_weight(fuse: Callable[[float], np.ndarray], gold: np.ndarray) -> tuple[float, dict[str, float]]:
+    """The model weight of :data:`FUSION_WEIGHTS` whose fusion (``fuse(weight)``: a ranking of these val
+    questions) scores the best nDCG@10, ties to the weight nearest 0.5 (then the lower), and every weight's
+    nDCG@10."""
+    scores = {weight: ranking_metrics(fuse(weight), gold)[MAIN_SCORE] for weight in FUSION_WEIGHTS}
     best = max(FUSION_WEIGHTS, key=lambda w: (scores[w], -abs(w - 0.5), -w))
     return best, {f"{w:.1f}": round(score, 4) for w, score in scores.items()}
 
@@ -136,24 +150,32 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
         return _record(task, data, encoder.retrieval_setting, ranked, time.perf_counter() - start,
                        {"read_as": lexical_read})
 
-    texts = data
     passage, query = RoleEncoder(encoder, "passage", task.lang), RoleEncoder(encoder, "query", task.lang)
-    passages = dense_vectors(passage, texts.corpus, cache_dir, progress)
-    model = {split: dense_ranking(dense_vectors(query, texts.queries[split], cache_dir, progress), passages, depth)
-             for split in (val, test)}
+    passages = dense_vectors(passage, data.corpus, cache_dir, progress)
+    queries = {split: dense_vectors(query, data.queries[split], cache_dir, progress) for split in (val, test)}
+    model = {split: dense_ranking(vectors, passages, depth) for split, vectors in queries.items()}
     dense_info = {"read_as": read_as(task.dataset, False),
                   "prompts": {"query": query.prompt, "passage": passage.prompt},
                   "max_seq_length": passage.max_seq_length,
-                  "passages_over_max_seq_length": passage.over_limit(texts.corpus)}
+                  "passages_over_max_seq_length": passage.over_limit(data.corpus)}
     dense_wall = time.perf_counter() - start
 
     bm25_index = BM25Index.build(lexical.corpus)
-    bm25 = {split: bm25_index.search(lexical.queries[split], depth)[0] for split in (val, test)}
-    weight, tried = pick_fusion_weight(model[val], bm25[val], data.gold[val])
-    fused = reciprocal_rank_fusion([model[test], bm25[test]], [weight, 1.0 - weight], k=RRF_K, top=TOP)
-    fusion = {"method": "reciprocal rank fusion", "k": RRF_K, "depth": depth, "model_weight": weight,
-              "bm25_weight": round(1.0 - weight, 1), "picked_on": f"{task.dataset}:{val}",
-              f"val_{MAIN_SCORE}": tried, "bm25_read_as": lexical_read}
-    log.info("%s: fusion weight %.1f for %s (picked on %s:%s)", task.name, weight, encoder.name, task.dataset, val)
-    return (_record(task, data, "cosine", model[test], dense_wall, dense_info)
-            + _record(task, data, FUSED, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion}))
+    bm25_scores = {split: bm25_index.score_rows(lexical.queries[split]) for split in (val, test)}
+    bm25 = {split: top_k(bm25_scores[split], depth)[0] for split in (val, test)}
+    fusions = {  # setting -> (how, split -> model weight -> fused ranking)
+        FUSED: ({"method": "reciprocal rank fusion", "k": RRF_K, "depth": depth},
+                {split: rrf(model[split], bm25[split]) for split in (val, test)}),
+        FUSED_CONVEX: ({"method": "convex combination of per-query min-max normalised scores"},
+                       {split: convex(queries[split] @ passages.T, bm25_scores[split]) for split in (val, test)}),
+    }
+    records = _record(task, data, "cosine", model[test], dense_wall, dense_info)
+    for setting, (how, fuse) in fusions.items():
+        weight, tried = pick_fusion_weight(fuse[val], data.gold[val])
+        fusion = {**how, "model_weight": weight, "bm25_weight": round(1.0 - weight, 1),
+                  "picked_on": f"{task.dataset}:{val}", f"val_{MAIN_SCORE}": tried, "bm25_read_as": lexical_read}
+        log.info("%s: %s weight %.1f for %s (picked on %s:%s)", task.name, how["method"], weight, encoder.name,
+                 task.dataset, val)
+        records += _record(task, data, setting, fuse[test](weight), time.perf_counter() - start,
+                           {**dense_info, "fusion": fusion})
+    return records

@@ -115,6 +115,15 @@ class BM25Index:
             indices[i], scores[i] = found[0], values[0]
         return indices, scores
 
+    def score_rows(self, queries: list[str]) -> np.ndarray:
+        """Every indexed text's BM25 score for each query, float32 ``[n_queries, size]`` (for corpora whose
+        whole score matrix fits in memory: what score fusion needs; :meth:`search` keeps one row at a time)."""
+        rows = np.zeros((len(queries), self.size), dtype=np.float32)
+        for i, query in enumerate(queries):
+            if self.size:
+                rows[i] = self._scores(lexical_tokens(query))
+        return rows
+
     def _scores(self, tokens: list[str]) -> np.ndarray:
         known = [token for token in tokens if token in self._model.vocab_dict]
         if not known:  # nothing in common with any text: every score is 0

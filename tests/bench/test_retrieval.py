@@ -12,9 +12,18 @@ import pytest
 from kalbert.bench import load_encoder, run_bench, select_tasks
 from kalbert.bench.dense import RoleEncoder
 from kalbert.bench.metrics import ranking_metrics
-from kalbert.bench.retrieval import FUSED, RetrievalData, evaluate_retrieval, load_retrieval, pick_fusion_weight
+from kalbert.bench.retrieval import (
+    FUSED,
+    FUSED_CONVEX,
+    RetrievalData,
+    convex,
+    evaluate_retrieval,
+    load_retrieval,
+    pick_fusion_weight,
+    rrf,
+)
 from kalbert.bench.tasks import get_task
-from kalbert.ranking import reciprocal_rank_fusion, top_k
+from kalbert.ranking import convex_fusion, min_max_rows, reciprocal_rank_fusion, top_k
 from kalbert.text.lexical import BM25Index, lexical_tokens
 
 
@@ -49,6 +58,23 @@ def test_reciprocal_rank_fusion_by_hand():
     assert reciprocal_rank_fusion([a, b], [1.0, 2.0], k=0, top=4).tolist() == [[1, 3, 4, 2]]
     with pytest.raises(ValueError, match="weights"):
         reciprocal_rank_fusion([a, b], [1.0])
+
+
+def test_convex_fusion_by_hand():
+    assert min_max_rows(np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 5.0]])).tolist() == [[0.0, 1.0, 0.5], [0.0, 0.0, 0.0]]
+    cosine = np.array([[0.9, 0.8, 0.1]])  # normalised: 1, 0.875, 0
+    bm25 = np.array([[0.0, 10.0, 2.0]])  # normalised: 0, 1, 0.2
+    # 0.5 each: item 1 0.9375, item 0 0.5, item 2 0.1. How far apart the scores are counts, not only their order:
+    # at 0.8 on the cosine item 1 still leads (0.7 + 0.2 against 0.8), at 0.9 item 0 does (0.9 against 0.8875)
+    assert convex_fusion([cosine, bm25], [0.5, 0.5], top=3).tolist() == [[1, 0, 2]]
+    assert convex_fusion([cosine, bm25], [0.8, 0.2], top=2).tolist() == [[1, 0]]
+    assert convex_fusion([cosine, bm25], [0.9, 0.1], top=2).tolist() == [[0, 1]]
+    assert convex_fusion([cosine, bm25], [1.0, 0.0], top=3).tolist() == [[0, 1, 2]]
+    assert convex_fusion([cosine, np.zeros((1, 3))], [0.0, 1.0], top=3).tolist() == [[0, 1, 2]]  # ties: lower first
+    with pytest.raises(ValueError, match="weights"):
+        convex_fusion([cosine, bm25], [1.0])
+    with pytest.raises(ValueError, match="shape"):
+        convex_fusion([cosine, bm25[:, :2]], [0.5, 0.5])
 
 
 def test_lexical_tokens_are_morphemes_and_words_lowercased_without_punctuation():
@@ -108,7 +134,7 @@ def test_drcd_is_read_in_simplified_by_lexical_baselines_and_as_published_by_mod
     assert bm25 == "drcd (Traditional -> Simplified, opencc t2s)"
     records = evaluate_retrieval(load_encoder(str(prompted_static)), task, data)
     assert {r["read_as"] for r in records} == {"drcd"}
-    assert {r["fusion"]["bm25_read_as"] for r in records if r["setting"] == FUSED} == {bm25}
+    assert {r["fusion"]["bm25_read_as"] for r in records if r["setting"] != "cosine"} == {bm25}
 
 
 def test_prompts_are_used_when_the_model_has_them(qa_root, prompted_static, tmp_path):
@@ -123,7 +149,7 @@ def test_prompts_are_used_when_the_model_has_them(qa_root, prompted_static, tmp_
     records = evaluate_retrieval(encoder, get_task("korquad-retrieval"), load_retrieval(get_task("korquad-retrieval")),
                                  cache_dir=str(tmp_path / "cache"))
     assert {json.dumps(r["prompts"]) for r in records} == {json.dumps({"query": "qq ", "passage": "dd "})}
-    assert {r["setting"] for r in records} == {"cosine", FUSED}
+    assert {r["setting"] for r in records} == {"cosine", FUSED, FUSED_CONVEX}
     assert {r["max_seq_length"] for r in records} == {None}  # a static model reads every token
 
 
@@ -156,11 +182,16 @@ def test_fusion_weight_follows_the_val_questions():
     right, wrong = np.array([[2, 0, 1], [2, 1, 0]]), np.array([[0, 1, 2], [1, 0, 2]])
     # the model right, BM25 wrong: at weight 0.6 item 0 still wins (0.6/62 + 0.4/61 > 0.6/61 + 0.4/63), at 0.7
     # the gold item does; every weight from 0.7 up scores 100 and the one nearest 0.5 is kept
-    weight, tried = pick_fusion_weight(right, wrong, gold)
+    weight, tried = pick_fusion_weight(rrf(right, wrong), gold)
     assert weight == 0.7 and tried["0.6"] < tried["0.7"] == tried["1.0"] == 100.0
-    assert pick_fusion_weight(wrong, right, gold)[0] == 0.3
-    weight, tried = pick_fusion_weight(right, right, gold)
+    assert pick_fusion_weight(rrf(wrong, right), gold)[0] == 0.3
+    weight, tried = pick_fusion_weight(rrf(right, right), gold)
     assert weight == 0.5 and set(tried.values()) == {100.0}  # no difference: equal weights
+    # scores: the model sure of the gold item (1 against 0 and 0), BM25 mildly against it (0.8 against 1 and 1):
+    # normalised, gold gets w, the others 1 - w, so it ranks first from weight 0.6 (0.5 ties, the lower index wins)
+    model_scores, bm25_scores = np.array([[0.0, 0.0, 1.0]] * 2), np.array([[1.0, 1.0, 0.8]] * 2)
+    weight, tried = pick_fusion_weight(convex(model_scores, bm25_scores), gold)
+    assert weight == 0.6 and tried["0.5"] < tried["0.6"] == tried["1.0"] == 100.0
 
 
 def test_fusion_weight_is_never_picked_on_test(qa_root, prompted_static, tmp_path):
@@ -170,11 +201,12 @@ def test_fusion_weight_is_never_picked_on_test(qa_root, prompted_static, tmp_pat
     def fusion(gold: dict[str, np.ndarray]) -> dict:
         changed = RetrievalData(data.corpus, data.files, data.queries, gold)
         records = evaluate_retrieval(load_encoder(str(prompted_static)), task, changed, cache_dir=str(tmp_path))
-        return next(r for r in records if r["setting"] == FUSED)["fusion"]
+        return {r["setting"]: r["fusion"] for r in records if r["setting"] != "cosine"}
 
     base = fusion(data.gold)
-    assert base["picked_on"] == "korquad:val"
+    assert set(base) == {FUSED, FUSED_CONVEX}
+    assert {how["picked_on"] for how in base.values()} == {"korquad:val"}
     shifted_test = fusion({**data.gold, "test": (data.gold["test"] + 1) % len(data.corpus)})
-    assert shifted_test == base  # the test answers move nothing
+    assert shifted_test == base  # the test answers move nothing, in either fusion
     shifted_val = fusion({**data.gold, "val": (data.gold["val"] + 1) % len(data.corpus)})
-    assert shifted_val["val_ndcg_at_10"] != base["val_ndcg_at_10"]
+    assert all(shifted_val[setting]["val_ndcg_at_10"] != base[setting]["val_ndcg_at_10"] for setting in base)
