@@ -14,8 +14,10 @@ from kalbert.cli.common import (
     add_verb,
     config_from_args,
     positive_int,
+    probability,
 )
 from kalbert.precision import PRECISION_HELP, PRECISIONS
+from kalbert.ranking import DENSE_WEIGHT
 from kalbert.sentence import BACKENDS
 
 HELP = "search documents: passages in an exact, HNSW, IVF-PQ or Milvus index, with optional BM25"
@@ -47,8 +49,12 @@ def register(nouns) -> None:
     query.add_argument("text", nargs="+", help="query texts")
     query.add_argument("-k", type=positive_int, default=10, help="hits per query")
     query.add_argument("--mode", choices=MODES,
-                       help="dense, bm25 or hybrid (reciprocal rank fusion); default: hybrid where the index has "
-                            "BM25, else dense")
+                       help="dense, bm25 or hybrid (cosine and BM25 scores, each min-max normalised over the "
+                            "candidates, mixed by --dense-weight); default: hybrid where the index has BM25, else "
+                            "dense")
+    query.add_argument("--dense-weight", type=probability, default=DENSE_WEIGHT,
+                       help=f"the cosine's share of a hybrid score, BM25 having the rest (0: BM25's order, 1: "
+                            f"the cosine's; default: {DENSE_WEIGHT}, picked on the QA sets' val questions)")
     query.add_argument("--model", help="the model folder that built the index, where it has moved (another model "
                                        "is refused)")
     query.add_argument("--backend", choices=BACKENDS,
@@ -79,7 +85,7 @@ def _query(args: argparse.Namespace) -> int:
     from kalbert.search.index import search_index
 
     result = search_index(args.index, args.text, k=args.k, model=args.model, backend=args.backend,
-                          precision=args.precision, mode=args.mode)
+                          precision=args.precision, mode=args.mode, dense_weight=args.dense_weight)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.json:

@@ -1,4 +1,4 @@
-"""An opened search index and its queries: dense (an engine), BM25, or both fused by reciprocal rank.
+"""An opened search index and its queries: dense (an engine), BM25, or both fused by their normalised scores.
 
 Queries are encoded by the model that built the index, with its ``query`` prompt; another model or prompt
 is refused before encoding (its vectors would live in another space). Dense scores are cosines clipped to
@@ -19,6 +19,7 @@ import numpy as np
 from kalbert.artifact import Kind, read_meta
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, autocast, encoding_bf16
+from kalbert.ranking import DENSE_WEIGHT
 from kalbert.search.build import EMBEDDINGS, INDEX_FORMAT, LEXICAL
 from kalbert.search.engines import FAISS_ENGINES
 from kalbert.search.model import check_identity, check_model, check_query_side, model_prompts
@@ -183,8 +184,10 @@ class Index:
     def _cosine(self, vector: np.ndarray, row: int) -> float:
         return float(np.clip(np.asarray(self.embeddings[row], dtype=np.float32) @ vector, -1.0, 1.0))
 
-    def query(self, queries: str | Sequence[str], k: int = 10, mode: Mode | None = None) -> QueryResult:
-        """The ``k`` best passages of each query; ``mode`` defaults to hybrid where the index has BM25."""
+    def query(self, queries: str | Sequence[str], k: int = 10, mode: Mode | None = None,
+              dense_weight: float = DENSE_WEIGHT) -> QueryResult:
+        """The ``k`` best passages of each query; ``mode`` defaults to hybrid where the index has BM25, whose
+        score is ``dense_weight`` x cosine + the rest x BM25, each normalised over the candidates."""
         queries = [queries] if isinstance(queries, str) else list(queries)
         if not queries or any(not q.strip() for q in queries):
             raise KalbertError("empty query", "give one or more non-empty texts")
@@ -193,6 +196,9 @@ class Index:
         mode = mode or ("hybrid" if self.record["lexical"] == "bm25" else "dense")
         if mode not in MODES:
             raise KalbertError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
+        if not 0.0 <= dense_weight <= 1.0:
+            raise KalbertError(f"--dense-weight must be between 0 and 1, got {dense_weight}",
+                               f"e.g. --dense-weight {DENSE_WEIGHT} (0: BM25's order, 1: the cosine's)")
         if mode != "dense":
             self.bm25  # noqa: B018 - refuse an index without BM25 before encoding anything
         notes, vectors, encode_seconds = [], None, 0.0
@@ -209,20 +215,28 @@ class Index:
             hits = [[self.hit(rank, float(s), int(r)) for rank, (r, s) in enumerate(zip(qr, qs, strict=True), 1)]
                     for qr, qs in zip(rows, scores, strict=True)]
         else:
-            hits = self._hybrid(queries, vectors, k)
+            hits = self._hybrid(queries, vectors, k, dense_weight)
         return QueryResult(queries, hits, notes, mode, self.engine, self.model_backend, encode_seconds,
                            time.perf_counter() - started)
 
-    def _hybrid(self, queries: list[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
-        from kalbert.ranking import reciprocal_rank_fusion
+    def _hybrid(self, queries: list[str], vectors: np.ndarray, k: int, dense_weight: float) -> list[list[Hit]]:
+        """Each side's :data:`FUSION_DEPTH` best passages, every candidate scored by both (its cosine from the stored
+        vectors, its BM25 score), each side min-max normalised over the candidates and mixed ``dense_weight`` :
+        1 - ``dense_weight`` (:func:`kalbert.ranking.convex_fusion`). Rank fusion would see only each side's order;
+        this also sees how sure each side is."""
+        from kalbert.ranking import convex_fusion, top_k
 
         depth = min(FUSION_DEPTH, len(self))
-        dense = np.array([[hit.row for hit in hits] + [-1] * (depth - len(hits))
-                          for hits in self._dense_hits(vectors, depth)], dtype=np.int64)
-        lexical, _ = self.bm25.search(queries, depth)
-        fused = reciprocal_rank_fusion([dense, lexical], top=min(k, len(self)))
-        return [[self.hit(rank, self._cosine(vectors[q], int(row)), int(row))
-                 for rank, row in enumerate(rows[rows >= 0], start=1)] for q, rows in enumerate(fused)]
+        hits = []
+        for vector, query, dense in zip(vectors, queries, self._dense_hits(vectors, depth), strict=True):
+            bm25 = self.bm25.score_rows([query])
+            candidates = np.union1d([hit.row for hit in dense], top_k(bm25, depth)[0][0])
+            cosines = np.asarray(self.embeddings[candidates], dtype=np.float32) @ vector
+            order = convex_fusion([cosines[None, :], bm25[:, candidates]], [dense_weight, 1.0 - dense_weight],
+                                  top=min(k, len(candidates)))[0]
+            hits.append([self.hit(rank, self._cosine(vector, int(candidates[i])), int(candidates[i]))
+                         for rank, i in enumerate(order, start=1)])
+        return hits
 
 
 def open_index(folder: str | Path, model: str | Path | None = None, backend: str | None = None,
@@ -232,6 +246,7 @@ def open_index(folder: str | Path, model: str | Path | None = None, backend: str
 
 
 def search_index(index: str | Path, queries: str | Sequence[str], k: int = 10, model: str | None = None,
-                 backend: str | None = None, precision: Precision = "auto", mode: Mode | None = None) -> QueryResult:
+                 backend: str | None = None, precision: Precision = "auto", mode: Mode | None = None,
+                 dense_weight: float = DENSE_WEIGHT) -> QueryResult:
     """Open ``index`` and query it once (keep an :class:`Index` to query it again)."""
-    return Index(index, model, backend, precision).query(queries, k, mode)
+    return Index(index, model, backend, precision).query(queries, k, mode, dense_weight)

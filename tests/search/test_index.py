@@ -65,6 +65,18 @@ def test_bm25_and_hybrid(index):
     assert hybrid.mode == "hybrid" and hybrid.hits[0][0].document == "cat" and hybrid.hits[1][0].document == "law"
 
 
+def test_hybrid_weight_runs_from_bm25_order_to_cosine_order(index):
+    opened = open_index(index)
+    query = "시장이 하락했다"
+    rows = {mode: [hit.row for hit in opened.query(query, k=3, mode=mode).hits[0]] for mode in ("dense", "bm25")}
+    assert rows["dense"] != rows["bm25"]  # the two sides disagree, so the weight matters
+    assert [hit.row for hit in opened.query(query, k=3, dense_weight=1.0).hits[0]] == rows["dense"]
+    bm25_first = opened.query(query, k=3, dense_weight=0.0).hits[0]
+    assert bm25_first[0].row == rows["bm25"][0] and -1.0 <= bm25_first[0].score <= 1.0  # hits carry the cosine
+    with pytest.raises(KalbertError, match="dense-weight"):
+        opened.query(query, dense_weight=1.5)
+
+
 def test_cli_build_and_query(corpus, static_model, tmp_path, capsys):
     out = tmp_path / "cli-index"
     assert main(["search", "build", "--corpus", str(corpus), "--out", str(out), "--model", str(static_model),
