@@ -42,7 +42,7 @@ def register(nouns) -> None:
         verbs,
         "normalize",
         "a new version of a vocabulary or model folder that reads Traditional Chinese (ids kept)",
-        "kalbert vocab normalize models/sbert-ko-zh-small --out outputs/sbert-ko-zh-small-t2s",
+        "kalbert vocab normalize models/qa-ko-zh-small --out outputs/qa-ko-zh-small-t2s",
         _normalize,
     )
     add_config_arguments(normalize, VocabNormalizeConfig, positional=("folder",))
