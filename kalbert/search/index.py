@@ -19,7 +19,7 @@ import numpy as np
 from kalbert.artifact import Kind, read_meta
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, autocast, encoding_bf16
-from kalbert.ranking import DENSE_WEIGHT
+from kalbert.ranking import DENSE_WEIGHT, convex_fusion, top_k
 from kalbert.search.build import EMBEDDINGS, INDEX_FORMAT, LEXICAL
 from kalbert.search.engines import FAISS_ENGINES
 from kalbert.search.model import check_identity, check_model, check_query_side, model_prompts
@@ -181,9 +181,6 @@ class Index:
         return [[self.hit(rank, float(s), int(r)) for rank, (s, r) in enumerate(zip(qs, qr, strict=True), start=1)
                  if r >= 0] for qs, qr in zip(scores, rows, strict=True)]
 
-    def _cosine(self, vector: np.ndarray, row: int) -> float:
-        return float(np.clip(np.asarray(self.embeddings[row], dtype=np.float32) @ vector, -1.0, 1.0))
-
     def query(self, queries: str | Sequence[str], k: int = 10, mode: Mode | None = None,
               dense_weight: float = DENSE_WEIGHT) -> QueryResult:
         """The ``k`` best passages of each query; ``mode`` defaults to hybrid where the index has BM25, whose
@@ -224,8 +221,6 @@ class Index:
         vectors, its BM25 score), each side min-max normalised over the candidates and mixed ``dense_weight`` :
         1 - ``dense_weight`` (:func:`kalbert.ranking.convex_fusion`). Rank fusion would see only each side's order;
         this also sees how sure each side is."""
-        from kalbert.ranking import convex_fusion, top_k
-
         depth = min(FUSION_DEPTH, len(self))
         hits = []
         for vector, query, dense in zip(vectors, queries, self._dense_hits(vectors, depth), strict=True):
@@ -234,7 +229,7 @@ class Index:
             cosines = np.asarray(self.embeddings[candidates], dtype=np.float32) @ vector
             order = convex_fusion([cosines[None, :], bm25[:, candidates]], [dense_weight, 1.0 - dense_weight],
                                   top=min(k, len(candidates)))[0]
-            hits.append([self.hit(rank, self._cosine(vector, int(candidates[i])), int(candidates[i]))
+            hits.append([self.hit(rank, float(np.clip(cosines[i], -1.0, 1.0)), int(candidates[i]))
                          for rank, i in enumerate(order, start=1)])
         return hits
 
