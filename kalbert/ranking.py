@@ -14,7 +14,7 @@ import numpy as np
 DENSE_WEIGHT = 0.3
 """the cosine's share of a hybrid search score by default (BM25 has the rest; :func:`convex_fusion`). On the QA
 sets' val questions 0.3 is at or near the best weight for every kalbert model and under BM25 alone only on DRCD,
-by at most 0.2 nDCG@10 (the convex rows' val scores in benchmarks/results/*-retrieval.json; docs/retrieval.md)."""
+by at most 0.25 nDCG@10 (the convex rows' val scores in benchmarks/results/*-retrieval.json; docs/retrieval.md)."""
 
 
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

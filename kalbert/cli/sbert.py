@@ -19,7 +19,9 @@ def register(nouns) -> None:
         verbs, "export", "wrap an ALBERT checkpoint as a SentenceTransformer folder, or add ONNX files to one",
         "kalbert sbert export --model outputs/pretrain-ko-tiny --out outputs/sbert-ko-tiny --eval korsts:dev\n"
         "  kalbert sbert export --backend onnx --quantize int8 --model outputs/sbert-ko-tiny "
-        "--out outputs/sbert-ko-tiny-onnx",
+        "--out outputs/sbert-ko-tiny-onnx\n"
+        "  kalbert sbert export --weights float16 --max-seq-length 512 --model outputs/sbert-ko-tiny "
+        "--out outputs/sbert-ko-tiny-half",
         _export)
     add_config_arguments(export, "kalbert.sentence.export:ExportConfig", stage="export")
     export.add_argument("--backend", choices=["torch", "onnx"], default="torch",
@@ -32,7 +34,7 @@ def register(nouns) -> None:
                              "kalbert.json")
     export.add_argument("--weights", choices=["float32", "float16"], default="float32",
                         help="float16: copy a sentence-model folder with half-size weights (still computed in "
-                             "float32), e.g. to ship it")
+                             "float32), e.g. to ship it; with --max-seq-length, the copy reads that many tokens")
     export.add_argument("--int8-config", metavar="PRESET",
                         help="int8 preset: avx512_vnni, avx512, avx2 or arm64 (default: the best for this CPU: "
                              "avx512_vnni with AVX-512 VNNI or AMX, avx512 with AVX-512, else avx2; arm64 on ARM; "
@@ -98,7 +100,8 @@ def _export(args: argparse.Namespace) -> int:
     if args.weights == "float16":
         from kalbert.sentence.export import export_half_weights
 
-        out = export_half_weights(config.model, config.out, overwrite=args.overwrite)
+        out = export_half_weights(config.model, config.out, max_seq_length=getattr(args, "max_seq_length", None),
+                                  overwrite=args.overwrite)
         print(f"sentence model with float16 weights: {out} (loads with SentenceTransformer('{out}'))")
         return 0
     out = export_sentence_model(config, overwrite=args.overwrite)

@@ -21,6 +21,7 @@ import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
 from kalbert.errors import KalbertError
+from kalbert.io import atomic_write_json
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
 from kalbert.sentence.evaluate import evaluate_sts, selection_refs
 from kalbert.sentence.folder import is_sentence_model, module_names
@@ -182,9 +183,11 @@ def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path
     return Path(config.out)
 
 
-def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = False) -> Path:
+def export_half_weights(model: str | Path, out: str | Path, max_seq_length: int | None = None,
+                        overwrite: bool = False) -> Path:
     """Copy a sentence-model folder with its weights stored as float16 (``kalbert.weights``); the copy must give
-    the original's embeddings (cosine >= 0.9999 on probe sentences)."""
+    the original's embeddings (cosine >= 0.9999 on probe sentences). ``max_seq_length`` sets the copy's token
+    limit, so a model trained on shorter passages can ship reading longer ones (None keeps the original's)."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import pairwise_cos_sim
@@ -197,8 +200,12 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
     with artifact_folder(out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
         store_float16(tmp)
+        if max_seq_length is not None:
+            write_token_limit(tmp, set_max_seq_length(original, max_seq_length))
         reference = original.encode(PROBE, convert_to_numpy=True)
         copy = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
+        if copy.max_seq_length != original.max_seq_length:
+            raise RuntimeError(f"{tmp} reads {copy.max_seq_length} tokens, expected {original.max_seq_length}")
         if next(copy.parameters()).dtype != torch.float32:
             raise RuntimeError(f"{tmp} loads as {next(copy.parameters()).dtype}, expected float32")
         ours = copy.encode(PROBE, convert_to_numpy=True)
@@ -208,8 +215,30 @@ def export_half_weights(model: str | Path, out: str | Path, overwrite: bool = Fa
                                "keep the float32 folder")
         meta = read_meta(tmp)
         meta["weights_storage"] = {"dtype": "float16", "computed_in": "float32", "min_cosine_vs_float32": cosine}
-        add_stage(meta, "half-weights", {"model": str(source), "out": str(out)})
+        config = {"model": str(source), "out": str(out)}
+        command = ["kalbert", "sbert", "export", "--model", str(source), "--out", str(out), "--weights", "float16"]
+        if max_seq_length is not None:
+            config["max_seq_length"] = copy.max_seq_length
+            command += ["--max-seq-length", str(copy.max_seq_length)]
+        add_stage(meta, "half-weights", config)
         write_meta_and_card(tmp, meta, module_names(copy), copy.get_embedding_dimension(), copy.max_seq_length,
-                            [source], shlex.join(["kalbert", "sbert", "export", "--model", str(source), "--out",
-                                                  str(out), "--weights", "float16"]))
+                            [source], shlex.join(command))
     return Path(out)
+
+
+def write_token_limit(folder: Path, max_seq_length: int) -> None:
+    """Store ``max_seq_length`` where a saved model keeps its token limit: the tokenizer's ``model_max_length`` in
+    tokenizer_config.json (what sentence-transformers reads) and, where the fast tokenizer stores a truncation,
+    its ``max_length`` in tokenizer.json (what a plain tokenizer call applies)."""
+    path = folder / "tokenizer_config.json"
+    if not path.is_file():
+        raise KalbertError(f"{folder} has no tokenizer_config.json to hold the token limit",
+                           "export the model with `kalbert sbert export|sts|distill` first")
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    settings["model_max_length"] = max_seq_length
+    atomic_write_json(path, settings)
+    fast = folder / "tokenizer.json"
+    tokenizer = json.loads(fast.read_text(encoding="utf-8")) if fast.is_file() else {}
+    if tokenizer.get("truncation"):
+        tokenizer["truncation"]["max_length"] = max_seq_length
+        atomic_write_json(fast, tokenizer)

@@ -106,3 +106,21 @@ def test_half_weights_copy_is_smaller_and_encodes_the_same(tiny_sbert, tmp_path)
     assert json.loads((out / "kalbert.json").read_text())["weights_storage"]["dtype"] == "float16"
     assert main(["sbert", "export", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "x"),
                  "--weights", "float16"]) == 2
+
+
+def test_half_weights_copy_reads_the_token_limit_it_is_given(tiny_sbert, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    source, out = tmp_path / "source", tmp_path / "half-24"
+    shutil.copytree(tiny_sbert, source)
+    fast = json.loads((source / "tokenizer.json").read_text())  # as a tokenizer saved after a truncating call is
+    fast["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
+    (source / "tokenizer.json").write_text(json.dumps(fast))
+    assert SentenceTransformer(str(source)).max_seq_length != 24
+    assert main(["sbert", "export", "--model", str(source), "--out", str(out), "--weights", "float16",
+                 "--max-seq-length", "24"]) == 0
+    assert SentenceTransformer(str(out)).max_seq_length == 24
+    assert json.loads((out / "tokenizer.json").read_text())["truncation"]["max_length"] == 24
+    meta = json.loads((out / "kalbert.json").read_text())
+    assert meta["stages"][-1]["config"]["max_seq_length"] == 24
+    assert "max sequence length 24 tokens" in (out / "README.md").read_text()
