@@ -92,7 +92,9 @@ class Setting:
 
 # Bounds that a setting's meaning puts on its numbers, by name, so flags and config files refuse the same values
 # before any work: learning rates and epochs are above 0, shares and probabilities lie in [0, 1], weights and
-# decays are not negative. Integers are positive unless 0 means something (default 0, or "0: ..." in the doc).
+# decays are not negative. Integers are positive unless 0 means something (default 0, "0: ..." in the doc, or an
+# index counted from 0).
+_INDICES = {"student_layers"}
 _POSITIVE = {"lr", "epochs", "sts_epochs", "lang_temperature", "sif_a", "decay_power"}
 _SHARES = {"threshold", "max_unknown", "min_cosine", "duplicate_cosine"}
 _SHARE_SUFFIXES = ("_ratio", "_prob", "_fraction", "_share", "_coverage")
@@ -107,7 +109,7 @@ def value_problem(setting: Setting, value: Any) -> str | None:
     if setting.scalar is int:
         if name == "seed":
             return None
-        if setting.default == 0 or re.search(r"(?<![\d.])0: ", setting.doc):  # "(0: no check)", "; 0: at the end"
+        if setting.default == 0 or name in _INDICES or re.search(r"(?<![\d.])0: ", setting.doc):  # "(0: no check)"
             return None if value >= 0 else "0 or a positive integer"
         return None if value > 0 else "a positive integer"
     if not math.isfinite(value):

@@ -19,7 +19,7 @@ from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
-from kalbert.sentence.evaluate import dev_metric, evaluate_dev, parse_dev_ref
+from kalbert.sentence.evaluate import dev_metric, dev_refs, evaluate_dev
 from kalbert.sentence.folder import is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
@@ -83,7 +83,7 @@ def average_models(config: AverageConfig, overwrite: bool = False) -> AverageRes
     """Write the weighted mean of ``config.models`` to ``config.out``; return the folder and its scores."""
     from sentence_transformers import SentenceTransformer
 
-    eval_refs = [":".join(parse_dev_ref(ref)) for ref in config.eval]  # before any work: dev splits only
+    eval_refs = dev_refs(config.eval)  # before any work: dev splits only
     started = time.perf_counter()
     weights = normalised_weights(config.models, config.weights)
     folders = [Path(m).expanduser() for m in config.models]

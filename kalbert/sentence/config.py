@@ -97,8 +97,9 @@ class DistillConfig:
     target_langs: list[str] | None = None
     """Parallel columns the student learns; default: the student's languages among the columns, else all others."""
     eval: str | list[str] | None = None
-    """STS dev split(s) that pick the best checkpoint (e.g. korsts:dev; several: their mean); default: agreement
-    with the teacher on held-out rows (cosine agreement for ``similarity``, MSE otherwise)."""
+    """Dev split(s) that pick the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
+    e.g. korquad:val); several: their mean; default: agreement with the teacher on held-out rows (cosine agreement
+    for ``similarity``, MSE otherwise)."""
     dev_rows: int = 500
     """Rows of each source (parallel, corpus) held out, never trained on, for the evaluators."""
     max_rows: int | None = None
@@ -111,6 +112,9 @@ class DistillConfig:
     read the teacher's language."""
     pooling: Pooling = "mean"
     """Pooling when ``student`` is a plain checkpoint."""
+    student_layers: list[int] | None = None
+    """Keep only these transformer layers of the student (0-based, e.g. 0 2 3 4): a shallower student, faster per
+    token, that the distillation teaches back (:mod:`kalbert.sentence.layers`); None: every layer."""
     max_seq_length: int = 128
     """Student tokens per sentence."""
     cache_dir: str | None = None

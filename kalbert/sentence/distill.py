@@ -48,9 +48,10 @@ from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.config import DistillConfig
 from kalbert.sentence.encoder import load_sentence_model
-from kalbert.sentence.evaluate import selection_refs, sts_evaluator
+from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
+from kalbert.sentence.layers import keep_layers
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
 from kalbert.teachers.backends import Teacher, describe, load_teacher, with_prompt
@@ -318,13 +319,17 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     if config.max_passages and not config.corpus:
         raise KalbertError("--max-passages samples corpus paragraphs, but no --corpus is given",
                            "pass --corpus (e.g. kowiki zh-clue zh-laws)")
-    eval_refs = selection_refs(config.eval)
+    eval_refs = dev_refs(config.eval)
     for folder in (config.teacher, config.student):
         refuse_trained_on(folder, eval_refs, "--eval")
     for source in config.parallel:
         read_parallel(source)  # refuse bad parallel data before loading any model
-    teacher = load_teacher(config.teacher)
     student_path = Path(config.student)
+    student = load_sentence_model(student_path, pooling=config.pooling)
+    if config.student_layers:
+        keep_layers(student, config.student_layers)  # refuse a bad layer list before any teacher vector
+    set_max_seq_length(student, config.max_seq_length)
+    teacher = load_teacher(config.teacher)
     student_langs = folder_languages(student_path)
     cache = open_cache(teacher, config.cache_dir, config.teacher_backend)
     with_mse = config.loss != "similarity"
@@ -340,8 +345,6 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         passage_cache = open_cache(passage_teacher, config.cache_dir, backend)
         _passage_rows(config, passage_cache, rows, with_mse)
 
-    student = load_sentence_model(student_path, pooling=config.pooling)
-    set_max_seq_length(student, config.max_seq_length)
     width = student.get_embedding_dimension()
     if with_mse and width != teacher.dimension:
         torch.manual_seed(config.loop.seed)
@@ -354,15 +357,15 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     if passage_cache is not None:
         tasks.append(TrainTask("distill-passages", [rows.passages], passage_cache.vectors(rows.passages), loss,
                                group_by_length=True, prompt_names=(DOCUMENT_PROMPT,)))
-    sts = [sts_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
+    dev = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     selector = "similarity_spearman" if config.loss == "similarity" else "negative_mse"
 
     def evaluate() -> tuple[float, dict[str, float]]:
         metrics: dict[str, float] = {}
-        for evaluator in rows.evaluators + sts:
+        for evaluator in rows.evaluators + dev:
             metrics.update({k: float(v) for k, v in evaluator(student).items()})
-        if sts:
-            return float(np.mean([metrics[e.primary_metric] for e in sts])), metrics
+        if dev:
+            return float(np.mean([metrics[e.primary_metric] for e in dev])), metrics
         return float(np.mean([v for k, v in metrics.items() if k.endswith(selector)])), metrics
 
     log.info("distilling %s -> %s on %d rows (%s)", teacher.name, student_path, sum(map(len, tasks)), rows.counts)
@@ -379,12 +382,12 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     add_stage(meta, "distill", asdict(config), steps=result.steps, seconds=round(result.seconds, 1),
               best_step=result.best.step, stopped_for_collapse=result.stopped_for_collapse,
               **result.precision_record(), **rows.counts, teacher_encoding=cache.fills, **passages)
+    splits = {e.primary_metric: ref for ref, e in zip(eval_refs, dev, strict=True)}
     kept = {k: v for k, v in result.best.metrics.items()
-            if k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy", "spearman_cosine"))}
-    splits = {e.primary_metric: ref for ref, e in zip(eval_refs, sts, strict=True)}
+            if k in splits or k.endswith(("negative_mse", "similarity_spearman", "mean_accuracy"))}
     for key, value in kept.items():
         if key in splits:
-            add_metric(meta, "distill", splits[key], "spearman_cosine", value)
+            add_metric(meta, "distill", splits[key], dev_metric(splits[key]), value)
         else:
             add_metric(meta, "distill", "held-out distillation rows", key, value)
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:

@@ -81,6 +81,12 @@ def parse_dev_ref(ref: str) -> tuple[str, str]:
     return name, split
 
 
+def dev_refs(refs: str | list[str] | None) -> list[str]:
+    """``--eval`` as ``name:split`` refs of checkpoint-picking splits (:func:`parse_dev_ref`), checked before any
+    work."""
+    return [":".join(parse_dev_ref(ref)) for ref in ([refs] if isinstance(refs, str) else refs or [])]
+
+
 def retrieval_evaluator(ref: str, batch_size: int = 64) -> InformationRetrievalEvaluator:
     """nDCG@10 (also MRR@10, recall@10) of each question of a QA split finding its paragraph among the split's
     paragraphs, queries and paragraphs encoded with the model's query and document prompts

@@ -30,7 +30,7 @@ from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
 from kalbert.sentence.config import PairLoss, STSConfig, STSLoss
 from kalbert.sentence.encoder import load_sentence_model
-from kalbert.sentence.evaluate import dev_evaluator, dev_metric, evaluate_sts, parse_dev_ref, parse_sts_ref
+from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs, evaluate_sts, parse_sts_ref
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
@@ -135,8 +135,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     """Train, keep the best dev checkpoint, score it on ``config.test``, save it to ``config.out``."""
     from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
-    eval_refs = [":".join(parse_dev_ref(ref)) for ref in ([config.eval] if isinstance(config.eval, str)
-                                                            else config.eval)]
+    eval_refs = dev_refs(config.eval)
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
     # a mined pairs file carries the lineage of the teacher that graded it; a negative miner picks training rows

@@ -190,3 +190,17 @@ def test_bad_parallel_sources(tiny_sbert, tiny_teacher, tiny_data, tmp_path):
     with pytest.raises(KalbertError, match="not a SentenceTransformer folder"):
         distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tmp_path), parallel=["tatoeba-en-ko"],
                               out=str(tmp_path / "x")))
+
+
+def test_distillation_picks_on_retrieval_val_as_sts_training_does(tiny_sbert, tiny_teacher, tiny_qa_data, tmp_path):
+    config = DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), parallel=["tatoeba-en-ko"],
+                           out=str(tmp_path / "kd"), eval=["korsts:dev", "korquad:val"], dev_rows=50,
+                           learn_source=False, cache_dir=str(tmp_path / "cache"),
+                           loop=QUICK)
+    result = distill_student(config)
+    metrics = json.loads((result.out / "kalbert.json").read_text())["metrics"]
+    assert {(m["data"], m["metric"]) for m in metrics if m["stage"] == "distill"} >= {
+        ("korsts:dev", "spearman_cosine"), ("korquad:val", "ndcg_at_10")}
+    with pytest.raises(KalbertError, match="korquad:test"):
+        distill_student(DistillConfig(student=str(tiny_sbert), teacher=str(tiny_teacher), parallel=["tatoeba-en-ko"],
+                                      out=str(tmp_path / "kd2"), eval=["korquad:test"]))
