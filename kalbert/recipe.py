@@ -31,6 +31,7 @@ from kalbert.config import build_config, config_values, flatten_values
 from kalbert.config import settings as config_settings
 from kalbert.data.registry import DATASETS
 from kalbert.errors import KalbertError
+from kalbert.hardware import describe_machine
 from kalbert.stage import recipe_stage
 from kalbert.verbs import Verb, get_verb
 
@@ -230,16 +231,36 @@ def _record_sha(stage: Stage) -> str | None:
     return hashlib.sha256(record.read_bytes()).hexdigest() if record.is_file() else None
 
 
+def stage_cost(stage: Stage) -> dict[str, Any] | None:
+    """What the run that finished ``stage`` took: wall seconds, the machine and its load as the record was
+    written (None while unfinished, or for a folder recorded before recipe stages were timed)."""
+    meta = read_meta(stage.record_folder)
+    seconds = (meta.get("recipe") or {}).get("wall_seconds")
+    if seconds is None:
+        return None
+    hardware = meta.get("hardware") or {}
+    return {"wall_seconds": seconds, "machine": describe_machine(hardware),
+            "load_avg_1min": hardware.get("load_avg_1min")}
+
+
+def _cost_text(cost: dict[str, Any] | None) -> str:
+    if cost is None:
+        return ""
+    load = f", load {cost['load_avg_1min']:.1f}" if cost.get("load_avg_1min") is not None else ""
+    return f" in {cost['wall_seconds'] / 60:.1f} min on {cost['machine']}{load}"
+
+
 def _block(recipe: Recipe, stage: Stage) -> dict[str, Any]:
     """What a stage's records say about the recipe that made them: every stage up to this one, its config and
-    data, and the records of the stages it read."""
+    data, what each earlier one cost, and the records of the stages it read."""
     done = recipe.stages[: recipe.stages.index(stage) + 1]
     return {
         "file": str(recipe.path), "sha256": recipe.sha256, "settings": recipe.settings, "stage": stage.name,
         "verb": stage.verb.name, "config": stage.values, "data": stage.data,
         "inputs": {name: _record_sha(recipe.stage(name)) for name in stage.reads},
         "stages": [{"stage": s.name, "verb": s.verb.name, "out": str(s.folder), "command": s.command,
-                    "config": s.values, "data": s.data} for s in done],
+                    "config": s.values, "data": s.data, **({"cost": stage_cost(s)} if s is not stage else {})}
+                   for s in done],
     }
 
 
@@ -272,7 +293,7 @@ def _summary(stage: Stage) -> str:
     metrics = read_meta(stage.record_folder).get("metrics") or []
     shown = ", ".join(f"{m['data']} {100 * m['value']:.2f}" for m in metrics
                       if isinstance(m, dict) and m.get("metric") == "spearman_cosine")
-    return f"  -> {stage.record_folder}" + (f" ({shown})" if shown else "")
+    return f"  -> {stage.record_folder}{_cost_text(stage_cost(stage))}" + (f" ({shown})" if shown else "")
 
 
 def run_recipe(recipe: Recipe, until: str | None = None, overwrite: bool = False, dry_run: bool = False,
@@ -282,13 +303,14 @@ def run_recipe(recipe: Recipe, until: str | None = None, overwrite: bool = False
     stages = recipe.stages[: recipe.stages.index(last) + 1]
     for stage in stages:
         state, why = stage_state(recipe, stage)
+        cost = _cost_text(stage_cost(stage)) if state == "done" else ""
         if dry_run:
             data = f"  data: {', '.join(stage.data)}" if stage.data else ""
             files = f"  files: {', '.join(stage.files)}" if stage.files else ""
-            echo(f"[{stage.name}] {state}{f' ({why})' if why else ''}{data}{files}\n  {stage.command}")
+            echo(f"[{stage.name}] {state}{cost}{f' ({why})' if why else ''}{data}{files}\n  {stage.command}")
             continue
         if state == "done":
-            echo(f"[{stage.name}] done: {stage.record_folder}")
+            echo(f"[{stage.name}] done{cost}: {stage.record_folder}")
             continue
         if state == "changed" and not overwrite:
             raise KalbertError(f"stage {stage.name}: {stage.folder} {why}",

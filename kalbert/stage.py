@@ -11,6 +11,7 @@ reproduces it and the machine that made it.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -24,8 +25,9 @@ from kalbert.io import atomic_output_dir, sha256_file
 COMMON_FIELDS = ("kind", "kalbert_version", "languages", "parents", "command", "hardware")
 """Keys every ``kalbert.json`` holds, whatever its kind."""
 
-_RECIPE_STAGE: ContextVar[dict[str, Any] | None] = ContextVar("recipe_stage", default=None)
-"""The recipe stage now running (:func:`recipe_stage`), recorded in every record written meanwhile."""
+_RECIPE_STAGE: ContextVar[tuple[dict[str, Any], float] | None] = ContextVar("recipe_stage", default=None)
+"""The recipe stage now running and when it started (:func:`recipe_stage`), recorded in every record written
+meanwhile."""
 
 # What identifies a parent that has no kalbert.json (a plain HF or SentenceTransformer folder), cheapest first.
 _IDENTITY_FILES = ("config.json", "spiece.model", "modules.json")
@@ -67,8 +69,10 @@ def complete_record(meta: dict[str, Any], kind: Kind, parents: Iterable[str | Pa
     record["command"] = meta.get("command") or invocation() or command
     record["hardware"] = hardware_block()  # this build's machine, not a carried-over record's
     record.pop("recipe", None)  # a carried-over record's recipe made its parent, not this folder
-    if _RECIPE_STAGE.get() is not None:
-        record["recipe"] = _RECIPE_STAGE.get()
+    running = _RECIPE_STAGE.get()
+    if running is not None:
+        block, started = running
+        record["recipe"] = {**block, "wall_seconds": round(time.monotonic() - started, 1)}
     return record
 
 
@@ -91,8 +95,10 @@ def missing_fields(folder: str | Path, kind: Kind) -> list[str]:
 @contextlib.contextmanager
 def recipe_stage(block: dict[str, Any]) -> Iterator[None]:
     """Every record written inside carries ``block`` as its ``recipe`` field, in the same atomic write as the
-    rest of the record, so a recipe stage's folder says which recipe and settings made it or nothing at all."""
-    token = _RECIPE_STAGE.set(block)
+    rest of the record, so a recipe stage's folder says which recipe and settings made it or nothing at all;
+    ``wall_seconds`` beside it is the time from entering to that write: what the stage cost in the run that
+    finished it (a stage resumed after a kill counts from the resume)."""
+    token = _RECIPE_STAGE.set((block, time.monotonic()))
     try:
         yield
     finally:

@@ -31,7 +31,7 @@ def test_the_demo_recipe_runs_and_a_second_run_resumes(tmp_path, capsys):
     recipe = load_recipe(demo, str(tmp_path / "demo"), TINY)
     assert [stage_state(recipe, stage)[0] for stage in recipe.stages] == ["done"] * 5
     assert main(args) == 0
-    assert capsys.readouterr().out.count("] done: ") == 5
+    assert capsys.readouterr().out.count("] done in ") == 5  # with what each stage cost
     record = json.loads((tmp_path / "demo" / "search" / "kalbert.json").read_text())
     assert record["recipe"]["file"] == demo
     assert [s["stage"] for s in record["recipe"]["stages"]] == ["vocab", "transplant", "distill", "sentence", "search"]

@@ -5,12 +5,14 @@ changed, with the stages that read it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
+from kalbert.hardware import describe_machine, hardware_block
 from kalbert.recipe import load_recipe, run_recipe, stage_state
 
 RECIPE = """\
@@ -47,7 +49,9 @@ def test_a_recipe_builds_resumes_and_records_itself(recipe_file, tmp_path):
     assert _states(recipe) == ["done", "todo"]
     printed: list[str] = []
     folders = run_recipe(recipe, echo=printed.append)
-    assert printed[0] == f"[export] done: {tmp_path / 'out' / 'export'}"
+    machine = re.escape(describe_machine(hardware_block()))
+    assert re.fullmatch(rf"\[export\] done in \d+\.\d min on {machine}, load \d+\.\d: "
+                        + re.escape(str(tmp_path / "out" / "export")), printed[0])
     assert printed[1].startswith("[sts] kalbert sbert sts --model ")
     assert _states(recipe) == ["done", "done"]
     record = json.loads((folders["sts"] / "kalbert.json").read_text())
@@ -55,6 +59,10 @@ def test_a_recipe_builds_resumes_and_records_itself(recipe_file, tmp_path):
     assert block["file"] == str(recipe_file) and block["stage"] == "sts"
     assert [s["stage"] for s in block["stages"]] == ["export", "sts"]
     assert block["stages"][1]["config"]["max_steps"] == 2
+    export_cost = block["stages"][0]["cost"]  # the earlier stage's cost, from its own record
+    assert export_cost["wall_seconds"] == json.loads((folders["export"] / "kalbert.json").read_text())[
+        "recipe"]["wall_seconds"]
+    assert "cost" not in block["stages"][1] and block["wall_seconds"] > 0  # its own is beside the block
     assert block["data"] == ["korsts", "korsts:dev", "korsts:test"]
     assert set(block["inputs"]) == {"export"}
     assert any(p["path"] == str(folders["export"]) for p in record["parents"])
