@@ -26,7 +26,7 @@ from kalbert.data import DATASETS, iter_documents, resolve_sources
 from kalbert.data.heldout import heldout_sentences
 from kalbert.data.passages import PassageGuard, passage_index
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_bytes
+from kalbert.io import atomic_write_bytes, sha256_file
 from kalbert.shards import Shard, in_share
 from kalbert.teachers.backends import TeacherBackend, load_teacher
 from kalbert.teachers.cache import EmbeddingCache, open_cache, sentence_key
@@ -137,10 +137,10 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
 
 def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed: int = 13,
                   lang_temperature: float = 2.0, unit: Unit = "sentence") -> CorpusSample:
-    """:func:`sample_sentences` of ``unit``, stored once per setting and file set (reading all corpora takes
-    minutes)."""
+    """:func:`sample_sentences` of ``unit``, stored once per setting and file contents (reading all corpora takes
+    minutes; files are known by name and hash, so a fresh copy of the data, with new times, finds the sample)."""
     min_chars, max_chars = CHARS[unit]
-    files = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in resolve_sources(sources)]
+    files = [(p.name, p.stat().st_size, sha256_file(p)) for p in resolve_sources(sources)]
     setting = [sources, files, max_sentences, seed, min_chars, max_chars, lang_temperature, "heldout-dropped",
                passage_index().sha256]
     if unit != "sentence":  # sentence samples keep their settings, so the files stored before still match

@@ -5,6 +5,7 @@ teacher's passage view, cached apart where its document prompt is not its defaul
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -54,6 +55,18 @@ def test_paragraph_samples_are_cached_apart_from_sentence_samples(ko_corpus, tmp
     assert cached_sample([str(ko_corpus)], 50, tmp_path, unit="paragraph") == paragraphs
     assert sentences == sample_sentences([str(ko_corpus)], 50, progress=False)
     assert min(map(len, paragraphs.all())) >= CHARS["paragraph"][0]
+
+
+def test_a_fresh_copy_of_the_corpus_finds_its_stored_sample(ko_corpus, tmp_path, monkeypatch):
+    corpus = tmp_path / ko_corpus.name
+    shutil.copyfile(ko_corpus, corpus)
+    stored = cached_sample([str(corpus)], 50, tmp_path / "samples")
+    os.utime(corpus, (1, 1))  # the data copied afresh: new times, same bytes
+    monkeypatch.setattr("kalbert.teachers.corpus.sample_sentences", lambda *a, **k: pytest.fail("resampled"))
+    assert cached_sample([str(corpus)], 50, tmp_path / "samples") == stored
+    corpus.write_text(corpus.read_text(encoding="utf-8") + "새로 더한 문장이 하나 있다.\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception, match="resampled"):
+        cached_sample([str(corpus)], 50, tmp_path / "samples")
 
 
 def test_the_passage_view_reads_with_the_document_prompt(st_teacher, tmp_path):
