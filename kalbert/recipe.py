@@ -292,7 +292,7 @@ def stage_state(recipe: Recipe, stage: Stage) -> tuple[str, str]:
 def _summary(stage: Stage) -> str:
     metrics = read_meta(stage.record_folder).get("metrics") or []
     shown = ", ".join(f"{m['data']} {100 * m['value']:.2f}" for m in metrics
-                      if isinstance(m, dict) and m.get("metric") == "spearman_cosine")
+                      if isinstance(m, dict) and m.get("metric") in ("spearman_cosine", "ndcg_at_10"))
     return f"  -> {stage.record_folder}{_cost_text(stage_cost(stage))}" + (f" ({shown})" if shown else "")
 
 

@@ -27,10 +27,12 @@ class StaticTrainConfig:
     """The teacher the init model was distilled from (its projection fits only that teacher's vectors)."""
     sts: list[str] = field(default_factory=list)
     """Pair sets trained after the corpus stage: STS and paraphrase sets and graded-pair TSV files (`kalbert
-    sbert mine`) with CoSENT, NLI sets (e.g. ocnli, kornli:dev) and parallel sets (e.g. parallel-stsb-train)
-    with in-batch negatives (default split train; evaluation splits such as korsts:test are refused)."""
+    sbert mine`) with CoSENT; NLI sets (e.g. ocnli, kornli:dev), QA sets (korquad, cmrc2018, drcd: each train
+    question against its paragraph) and parallel sets (e.g. parallel-stsb-train) with in-batch negatives (default
+    split train; evaluation splits such as korsts:test are refused)."""
     eval: list[str] | None = None
-    """STS dev splits whose mean picks the best checkpoint (default: korsts:dev for Korean, stsb-zh:dev for Chinese)."""
+    """Dev splits whose mean picks the best checkpoint: STS dev splits, or a QA set's val articles scored as
+    retrieval, nDCG@10 (e.g. korquad:val); default korsts:dev for Korean, stsb-zh:dev for Chinese."""
     dim: int | None = None
     """Keep the first this many dimensions of the init model (default: all)."""
     weighting: Weighting | None = None

@@ -28,8 +28,9 @@ from kalbert.errors import KalbertError
 from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.sentence.encoder import unique_rows
+from kalbert.sentence.evaluate import dev_metric
 from kalbert.stage import artifact_folder
-from kalbert.static.evaluate import STSDev, eval_refs
+from kalbert.static.evaluate import DevScores, eval_refs
 from kalbert.static.model import StaticVectors, save_static_model, to_sentence_transformer, vocab_files
 from kalbert.static.weighting import Weighting, ordinary_pieces, piece_weights
 from kalbert.teachers.backends import NAMED_TEACHERS, Teacher, describe, load_teacher
@@ -171,11 +172,11 @@ def distill_static(config: StaticDistillConfig, overwrite: bool = False) -> Path
     static = StaticVectors(vectors, piece_weights(vocab, config.weighting, config.sif_a), mean, axes, vocab)
 
     meta = new_meta(languages, vocab, config.vocab, static, teacher, config)
-    scores = STSDev(refs)(to_sentence_transformer(static)) if refs else {}
+    scores = DevScores(refs)(to_sentence_transformer(static)) if refs else {}
     add_stage(meta, "distill", asdict(config), pieces_embedded=int(keep.sum()), pieces_unknown=len(unknown),
               seconds=round(time.perf_counter() - started, 1))
     for ref, score in scores.items():
-        add_metric(meta, "distill", ref, "spearman_cosine", score)
+        add_metric(meta, "distill", ref, dev_metric(ref), score)
     with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
         save_static_model(static, tmp, meta, [vocab, config.teacher], command_for(config))
     return Path(config.out)

@@ -5,18 +5,19 @@ the teacher-embedding cache filled by ``kalbert teacher encode`` is reused), the
 projected with the init model's PCA, and the unweighted piece vectors are fitted so that a sentence's
 weighted mean of piece vectors (what the saved folder computes) matches its projected teacher vector
 (cosine or MSE, AdamW, optionally on several Matryoshka prefixes at once). An optional second stage
-trains on pair sets: graded ones (STS, paraphrase pairs, graded-pair files) with CoSENT, NLI and parallel
-ones with in-batch negatives (an entailed hypothesis, or a translation, must be nearer its anchor than
-every other row of the batch, an NLI contradiction being a hard negative). It is one stage whose batches
+trains on pair sets: graded ones (STS, paraphrase pairs, graded-pair files) with CoSENT, NLI, QA and parallel
+ones with in-batch negatives (an entailed hypothesis, a question's paragraph or a translation must be nearer its
+anchor than every other row of the batch, an NLI contradiction or the article's next paragraph being a hard
+negative). It is one stage whose batches
 each come from one set (CoSENT compares only pairs scored on the same scale), the sets interleaved so
 that none is trained away by the next, and it starts from the corpus stage's best weights.
 
 Both stages run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
 ``sts_epochs`` for the pair stage, ``max_steps`` caps each stage): AdamW with linear warmup and decay,
-gradient clipping, evaluation on STS dev splits (or, without them, the held-out corpus loss) after every
-epoch or ``eval_steps``, and a checkpoint per stage in OUT.partial/, so a rerun of an interrupted run
-resumes where it stopped (the teacher cache resumes by itself). The best evaluation of either stage, or the
-init model when neither beats it, is what is saved.
+gradient clipping, evaluation on dev splits (STS, or QA val articles scored as retrieval; without them, the
+held-out corpus loss) after every epoch or ``eval_steps``, and a checkpoint per stage in OUT.partial/, so a rerun
+of an interrupted run resumes where it stopped (the teacher cache resumes by itself). The best evaluation of
+either stage, or the init model when neither beats it, is what is saved.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from kalbert.data import (
     load_graded,
     load_nli_triplets,
     load_parallel,
+    load_qa_triplets,
     parse_ref,
     training_split,
 )
@@ -48,9 +50,10 @@ from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.sentence.card import add_metric, add_stage
+from kalbert.sentence.evaluate import dev_metric
 from kalbert.stage import artifact_folder
 from kalbert.static.config import StaticTrainConfig
-from kalbert.static.evaluate import STSDev, eval_refs
+from kalbert.static.evaluate import DevScores, eval_refs
 from kalbert.static.model import StaticVectors, load_static_model, save_static_model, to_sentence_transformer
 from kalbert.static.weighting import piece_weights
 from kalbert.teachers.backends import load_teacher
@@ -63,7 +66,7 @@ COSENT_SCALE = 20.0
 RANKING_SCALE = 30.0
 """the in-batch-negative logits' scale: in a prototype of the shipped model's pair stage 30 beat
 sentence-transformers' 20 (dev mean 81.78 against 81.64)"""
-PAIR_KINDS = ("sts", "pairs", "nli", "parallel")
+PAIR_KINDS = ("sts", "pairs", "nli", "qa", "parallel")
 STAGES = ("corpus", "pairs")
 """the stages a run trains in turn, each with its own checkpoint in OUT.partial/"""
 
@@ -142,7 +145,7 @@ class GradedPairs:
 
 @dataclass
 class RankedPairs:
-    """An NLI or parallel set: (anchor, positive, hard negative or None) rows, trained with in-batch negatives."""
+    """An NLI, QA or parallel set: (anchor, positive, hard negative or None) rows, trained with in-batch negatives."""
 
     label: str
     anchors: list[str]
@@ -181,8 +184,8 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str]) -> li
             pairs = translation_pairs(name, languages)
         else:
             name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
-            if get_spec(name).kind == "nli":
-                triplets = load_nli_triplets(name, split)
+            if (kind := get_spec(name).kind) in ("nli", "qa"):
+                triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
                 pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],
                                     [t[2] for t in triplets])
             else:
@@ -236,7 +239,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
 
     bag = WeightedBag(static)
     model = to_sentence_transformer(static)
-    sts_dev = STSDev(refs)
+    dev_scores = DevScores(refs)
     corpus = corpus_task(config, static, meta, dims) if config.corpus else None
     facts: dict[str, Any] = {}
     stages: list[Stage] = []
@@ -255,7 +258,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
 
     def evaluate() -> tuple[float, dict[str, float]]:
         model[0].embedding.weight.data.copy_(bag.rows())
-        metrics = sts_dev(model)
+        metrics = dev_scores(model)
         if corpus is not None:
             metrics["heldout_loss"] = corpus.heldout_loss(bag)
         return (float(np.mean([metrics[ref] for ref in refs])) if refs else -metrics["heldout_loss"]), metrics
@@ -280,7 +283,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     add_stage(meta, "train", asdict(config), best_stage=best["stage"], best_epoch=best["epoch"], best_step=best["step"],
               seconds=round(earlier + time.perf_counter() - started, 1), **fit.precision_record(), **facts)
     for ref in refs:
-        add_metric(meta, "train", ref, "spearman_cosine", best[ref])
+        add_metric(meta, "train", ref, dev_metric(ref), best[ref])
     if "heldout_loss" in best:
         add_metric(meta, "train", "held-out corpus sentences", f"teacher_{config.loss}_loss", best["heldout_loss"])
     with artifact_folder(config.out, Kind.STATIC_MODEL, overwrite=overwrite) as tmp:
@@ -322,7 +325,7 @@ class GradedLoss:
 
 
 class RankingLoss:
-    """In-batch negatives on rows of one NLI or parallel set, with the hard negatives those rows have."""
+    """In-batch negatives on rows of one NLI, QA or parallel set, with the hard negatives those rows have."""
 
     def __init__(self, static: StaticVectors, pairs: RankedPairs) -> None:
         self.anchors, self.positives = tokenize(static, pairs.anchors), tokenize(static, pairs.positives)

@@ -1,5 +1,5 @@
 """`kalbert static train`: piece vectors fitted to the teacher's corpus sentence vectors (and pair sets: graded
-ones with CoSENT, NLI and parallel ones with in-batch negatives) lower the held-out loss, keep the folder
+ones with CoSENT, NLI, QA and parallel ones with in-batch negatives) lower the held-out loss, keep the folder
 format, train Matryoshka prefixes, resume an interrupted run where it stopped and refuse bad input."""
 
 from __future__ import annotations
@@ -104,6 +104,21 @@ def test_nli_sets_train_with_in_batch_negatives_beside_graded_ones(static_init, 
     assert not np.allclose(trained.vectors, initial.vectors)
     with pytest.raises(KalbertError, match="evaluation split"):
         train_static(_config(static_init, teacher, tmp_path, sts=["kornli:test"], eval=["korsts:dev"],
+                             out=str(tmp_path / "refused")))
+
+
+def test_qa_sets_train_questions_against_their_paragraph_and_val_articles_pick(static_init, teacher, tiny_qa_data,
+                                                                              tmp_path):
+    out, best = train_static(_config(static_init, teacher, tmp_path, sts=["korquad", "korsts"],
+                                     eval=["korsts:dev", "korquad:val"], sts_epochs=2, batch_size=4))
+    record = json.loads((out / "kalbert.json").read_text())
+    assert record["stages"][-1]["korquad:train_pairs"] == 14  # 7 train articles, two questions each
+    assert {(m["data"], m["metric"]) for m in record["metrics"] if m["stage"] == "train"} == {
+        ("korsts:dev", "spearman_cosine"), ("korquad:val", "ndcg_at_10")}
+    assert 0 < best["korquad:val"] <= 1
+    assert best["score"] == pytest.approx((best["korsts:dev"] + best["korquad:val"]) / 2)
+    with pytest.raises(KalbertError, match="korquad:test is an evaluation split"):
+        train_static(_config(static_init, teacher, tmp_path, sts=["korquad:test"], eval=["korsts:dev"],
                              out=str(tmp_path / "refused")))
 
 
