@@ -291,8 +291,9 @@ def stage_state(recipe: Recipe, stage: Stage) -> tuple[str, str]:
 
 def _summary(stage: Stage) -> str:
     metrics = read_meta(stage.record_folder).get("metrics") or []
-    shown = ", ".join(f"{m['data']} {100 * m['value']:.2f}" for m in metrics
-                      if isinstance(m, dict) and m.get("metric") in ("spearman_cosine", "ndcg_at_10"))
+    latest = {m["data"]: m["value"] for m in metrics  # a record lists its parents' stages' scores first
+              if isinstance(m, dict) and m.get("metric") in ("spearman_cosine", "ndcg_at_10")}
+    shown = ", ".join(f"{data} {100 * value:.2f}" for data, value in latest.items())
     return f"  -> {stage.record_folder}{_cost_text(stage_cost(stage))}" + (f" ({shown})" if shown else "")
 
 

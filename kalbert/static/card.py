@@ -35,6 +35,11 @@ def render_card(meta: dict[str, Any]) -> str:
     ]
     if meta.get("matryoshka_dims"):
         body.append(f"- trained for the prefixes {', '.join(map(str, meta['matryoshka_dims']))} (Matryoshka)")
+    if normalizer := meta.get("normalizer"):  # kept by every stage after `kalbert vocab normalize`
+        body.append(f"- normalizer version {normalizer['version']}: Traditional Chinese read as Simplified "
+                    f"({normalizer['characters_mapped']:,} characters mapped inside `spiece.model` and "
+                    f"`tokenizer.json`, OpenCC {normalizer['opencc_version']} tables), so zh-TW/zh-HK text needs "
+                    "no conversion")
     body += [
         "",
         "```python",

@@ -1,4 +1,5 @@
-"""A static-model folder works wherever a sentence model does: `kalbert search` and `kalbert bench run`."""
+"""A static-model folder works wherever a sentence model does (`kalbert search`, `kalbert bench run`), and its card
+says what its record says."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from kalbert.bench.encoders import SentenceModelEncoder
 from kalbert.sentence.search import SearchBuildConfig, build_index, search_index
+from kalbert.static.card import render_card
 
 SENTENCES = ["배우들의 연기가 좋았다", "영화가 너무 지루했다", "음악이 아름다웠다"]
 
@@ -23,3 +25,10 @@ def test_bench_encoder_takes_a_static_model(static_init):
     assert encoder.encode(SENTENCES, "ko").shape == (3, 16)
     settings = json.dumps(encoder.settings(), allow_nan=False)  # results files stay strict JSON
     assert '"max_seq_length": null' in settings
+
+
+def test_card_keeps_the_normalizer_after_training(static_init):
+    meta = json.loads((static_init / "kalbert.json").read_text(encoding="utf-8"))
+    assert "normalizer version" not in render_card(meta)
+    meta["normalizer"] = {"version": 2, "characters_mapped": 3081, "opencc_version": "1.4.2"}
+    assert "normalizer version 2: Traditional Chinese read as Simplified (3,081 characters" in render_card(meta)
