@@ -8,9 +8,9 @@ weighted mean of piece vectors (what the saved folder computes) matches its proj
 trains on pair sets: graded ones (STS, paraphrase pairs, graded-pair files) with CoSENT, NLI, QA and parallel
 ones with in-batch negatives (an entailed hypothesis, a question's paragraph or a translation must be nearer its
 anchor than every other row of the batch, an NLI contradiction or the article's next paragraph being a hard
-negative). It is one stage whose batches
-each come from one set (CoSENT compares only pairs scored on the same scale), the sets interleaved so
-that none is trained away by the next, and it starts from the corpus stage's best weights.
+negative). It is one stage whose batches each come from one set (CoSENT compares only pairs scored on the same
+scale), the sets interleaved so that none is trained away by the next, and it starts from the corpus stage's best
+weights.
 
 Both stages run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
 ``sts_epochs`` for the pair stage, ``max_steps`` caps each stage): AdamW with linear warmup and decay,
