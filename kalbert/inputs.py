@@ -182,7 +182,7 @@ INPUTS: dict[str, dict[str, Input]] = {
     "static distill": {"vocab": Folder((Kind.VOCAB,)), "teacher": Teacher(), "eval": Data(selects=True),
                        "out": Output()},
     "static train": {"init": Folder((Kind.STATIC_MODEL,)), "teacher": Teacher(), "corpus": Data(), "sts": Data(),
-                     "eval": Data(selects=True), "out": Output()},
+                     "negative_miner": Teacher(), "eval": Data(selects=True), "out": Output()},
     "mc train": {"model": ENCODER_START, "extra_train": File(), "out": Output()},
     "mc average": {"models": Folder((Kind.MC_MODEL,)), "out": Output()},
     "mc predict": {"model": Folder((Kind.MC_MODEL,)), "choices": Choices()},

@@ -30,6 +30,11 @@ class StaticTrainConfig:
     sbert mine`) with CoSENT; NLI sets (e.g. ocnli, kornli:dev), QA sets (korquad, cmrc2018, drcd: each train
     question against its paragraph) and parallel sets (e.g. parallel-stsb-train) with in-batch negatives (default
     split train; evaluation splits such as korsts:test are refused)."""
+    negative_miner: str | None = None
+    """Teacher that picks each QA question's hard negative among the split's paragraphs, as ``kalbert sbert sts
+    --negative-miner`` does (e.g. multilingual-e5-small); None: the next paragraph of the same article."""
+    negative_margin: float = 0.99
+    """Share of the miner's score for a question's own paragraph that a mined negative must stay under."""
     eval: list[str] | None = None
     """Dev splits whose mean picks the best checkpoint: STS dev splits, or a QA set's val articles scored as
     retrieval, nDCG@10 (e.g. korquad:val); default korsts:dev for Korean, stsb-zh:dev for Chinese."""

@@ -49,8 +49,10 @@ from kalbert.data import (
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
+from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.sentence.evaluate import dev_metric
+from kalbert.sentence.negatives import NegativeMiner
 from kalbert.stage import artifact_folder
 from kalbert.static.config import StaticTrainConfig
 from kalbert.static.evaluate import DevScores, eval_refs
@@ -170,9 +172,10 @@ def translation_pairs(name: str, languages: list[str]) -> RankedPairs:
     return RankedPairs(name, [a for a, _ in rows], [b for _, b in rows], [None] * len(rows))
 
 
-def pair_sets(refs: list[str], evaluated: list[str], languages: list[str]) -> list[GradedPairs | RankedPairs]:
-    """Each --sts set or graded-pair file, read; evaluation splits, and files holding an evaluation sentence,
-    are refused."""
+def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
+              miner: NegativeMiner | None = None) -> list[GradedPairs | RankedPairs]:
+    """Each --sts set or graded-pair file, read (QA negatives picked by ``miner`` when given); evaluation splits,
+    and files holding an evaluation sentence, are refused."""
     found: list[GradedPairs | RankedPairs] = []
     for ref in refs:
         if is_pairs_file(ref):
@@ -186,6 +189,8 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str]) -> li
             name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
             if (kind := get_spec(name).kind) in ("nli", "qa"):
                 triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
+                if kind == "qa" and miner is not None:
+                    triplets = miner(triplets, get_spec(name).lang)
                 pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],
                                     [t[2] for t in triplets])
             else:
@@ -231,7 +236,10 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if dims[-1] < 1 or dims[0] > static.dim:
         raise KalbertError(f"--matryoshka-dims must lie in 1..{static.dim}, got {config.matryoshka_dims}")
     refs = eval_refs(config.eval, meta.get("languages") or [])
-    pairs = pair_sets(config.sts, refs, meta.get("languages") or [])
+    if config.negative_miner:
+        refuse_trained_on(config.negative_miner, refs, "--eval")
+    miner = NegativeMiner(config.negative_miner, config.negative_margin) if config.negative_miner else None
+    pairs = pair_sets(config.sts, refs, meta.get("languages") or [], miner)
     if not refs and not config.corpus:
         raise KalbertError("nothing to pick the best epoch with", "pass --eval (e.g. korsts:dev) or --corpus")
     settings = {k: v for k, v in asdict(config).items() if k != "teacher_backend"}  # backends share vectors
@@ -281,7 +289,8 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if config.matryoshka_dims:
         meta["matryoshka_dims"] = dims
     add_stage(meta, "train", asdict(config), best_stage=best["stage"], best_epoch=best["epoch"], best_step=best["step"],
-              seconds=round(earlier + time.perf_counter() - started, 1), **fit.precision_record(), **facts)
+              seconds=round(earlier + time.perf_counter() - started, 1), **fit.precision_record(), **facts,
+              **({"mined_negatives": [r.record() for r in miner.reports]} if miner else {}))
     for ref in refs:
         add_metric(meta, "train", ref, dev_metric(ref), best[ref])
     if "heldout_loss" in best:

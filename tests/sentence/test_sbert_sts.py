@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from kalbert.data import load_qa
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
 from kalbert.sentence.config import STSConfig
-from kalbert.sentence.evaluate import evaluate_sts
+from kalbert.sentence.evaluate import evaluate_sts, retrieval_evaluator
 from kalbert.sentence.sts import build_tasks, summary, train_sts
 from kalbert.training import LoopConfig
 
@@ -96,3 +97,11 @@ def test_qa_questions_train_against_their_paragraph_with_prompts(tiny_sbert, tin
 def test_qa_test_articles_are_never_trained_on(tiny_sbert, tiny_qa_data, tmp_path):
     with pytest.raises(KalbertError, match="korquad:test is an evaluation split"):
         train_sts(STSConfig(model=str(tiny_sbert), out=str(tmp_path / "x"), train=["korquad:test"]))
+
+
+def test_val_questions_rank_among_train_paragraphs_but_never_test_ones(tiny_qa_data):
+    evaluator = retrieval_evaluator("korquad:val")
+    paragraphs = set(evaluator.corpus)
+    val, train, test = ({e.context for e in load_qa("korquad", split)} for split in ("val", "train", "test"))
+    assert set(evaluator.queries) == {e.question for e in load_qa("korquad", "val")}
+    assert paragraphs == val | train and not paragraphs & test

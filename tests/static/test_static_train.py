@@ -122,6 +122,13 @@ def test_qa_sets_train_questions_against_their_paragraph_and_val_articles_pick(s
                              out=str(tmp_path / "refused")))
 
 
+def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, teacher, tiny_qa_data, tmp_path):
+    out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
+                                  negative_miner=str(teacher), negative_margin=1.0, sts_epochs=1, batch_size=4))
+    (mined,) = json.loads((out / "kalbert.json").read_text())["stages"][-1]["mined_negatives"]
+    assert mined["miner"] == str(teacher) and mined["questions"] == 14 and mined["replaced"] > 0
+
+
 def test_parallel_sets_pair_each_two_of_the_model_languages(korsts):
     pairs = translation_pairs("parallel-stsb-train", ["ko", "zh"])
     assert len(pairs) > 10_000 and pairs.negatives == [None] * len(pairs)
