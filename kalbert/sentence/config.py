@@ -57,6 +57,10 @@ class STSConfig:
     negative_margin: float = 0.99
     """Share of the teacher's score for a question's own paragraph that a mined negative must stay under (0.99 fits
     e5's crowded cosines; 1.0 is GISTEmbed's rule: only paragraphs scored above the question's own are passed over)."""
+    mini_batch_size: int | None = None
+    """Rows the in-batch-negative losses (NLI, pairs, QA) encode at a time (CachedMultipleNegativesRankingLoss,
+    GradCache): a batch larger than memory allows, e.g. 256 passages of 256 tokens on a small machine, keeps every
+    row's in-batch negatives and the same gradients; None: the whole batch at once (MultipleNegativesRankingLoss)."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128

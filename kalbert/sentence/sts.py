@@ -2,7 +2,8 @@
 
 Graded pairs (KorSTS, STS-B zh, CNSD) train with CoSENT (default), AnglE or cosine-MSE on score/5.
 NLI sets (KorNLI xnli dev, OCNLI) and paraphrase sets (AFQMC, ATEC) add (anchor, positive[, hard
-negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss); with ``pair_loss="graded"``
+negative]) rows trained with in-batch negatives (MultipleNegativesRankingLoss, or its cached variant,
+``mini_batch_size`` rows encoded at a time, when a batch outgrows memory); with ``pair_loss="graded"``
 a paraphrase set's pairs, non-paraphrases included, train like graded pairs scored 1 or 0 instead. A
 graded-pair TSV file (``kalbert sbert mine`` writes them) trains like a graded set if no evaluation
 sentence is in it. QA sets (KorQuAD, CMRC 2018, DRCD train articles) add (question, paragraph, the next
@@ -93,11 +94,14 @@ def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | 
 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
-                   miner: NegativeMiner | None = None) -> list[TrainTask]:
+                   miner: NegativeMiner | None = None, mini_batch_size: int | None = None) -> list[TrainTask]:
     """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only; QA:
     (question, its paragraph, a neighbouring paragraph or the ``miner``'s negative), encoded with the query and
-    document prompts."""
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    document prompts; ``mini_batch_size`` rows at a time when given (GradCache)."""
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
 
     prompts: tuple[str | None, ...] = ()
     if kind == "pairs":
@@ -108,7 +112,8 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
             triplets = miner(triplets, get_spec(name).lang)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
         prompts = ("query", "document", "document") if kind == "qa" else ()
-    loss = MultipleNegativesRankingLoss(model)
+    loss = (CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch_size) if mini_batch_size
+            else MultipleNegativesRankingLoss(model))
     tasks = []
     for width, rows in groups.items():
         rows = _cap(rows, limit)
@@ -120,14 +125,15 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
 
 
 def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None,
-                pair_loss: PairLoss = "mnrl", miner: NegativeMiner | None = None) -> list[TrainTask]:
+                pair_loss: PairLoss = "mnrl", miner: NegativeMiner | None = None,
+                mini_batch_size: int | None = None) -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else get_spec(name).kind
         if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
             tasks.append(_graded_task(model, name, split, loss, limit))
         else:
-            tasks += _ranking_tasks(model, name, split, kind, limit, miner)
+            tasks += _ranking_tasks(model, name, split, kind, limit, miner, mini_batch_size)
     return tasks
 
 
@@ -151,7 +157,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     miner = (NegativeMiner(config.negative_miner, config.negative_margin, config.loop.batch_size)
              if config.negative_miner else None)
-    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner)
+    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner, config.mini_batch_size)
     evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 

@@ -105,3 +105,22 @@ def test_val_questions_rank_among_train_paragraphs_but_never_test_ones(tiny_qa_d
     val, train, test = ({e.context for e in load_qa("korquad", split)} for split in ("val", "train", "test"))
     assert set(evaluator.queries) == {e.question for e in load_qa("korquad", "val")}
     assert paragraphs == val | train and not paragraphs & test
+
+
+def test_mini_batches_give_the_whole_batch_gradients(tiny_sbert, tiny_qa_data):
+    import torch
+
+    model = load_sentence_model(tiny_sbert).eval()  # no dropout: both passes see the same network
+
+    def gradients(mini_batch_size):
+        (task,) = build_tasks(model, [("korquad", "train")], "cosent", limit=8, mini_batch_size=mini_batch_size)
+        features = [model.preprocess(list(column)) for column in task.columns]
+        model.zero_grad()
+        loss = task.loss(features, torch.zeros(len(task)))
+        loss.backward()
+        return type(task.loss).__name__, loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    whole, cached = gradients(None), gradients(3)
+    assert (whole[0], cached[0]) == ("MultipleNegativesRankingLoss", "CachedMultipleNegativesRankingLoss")
+    assert cached[1] == pytest.approx(whole[1], rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[2], cached[2], strict=True))
