@@ -41,8 +41,8 @@ def distractor_rows(model: str) -> list[dict[str, Any]]:
     rows = []
     for name in SETS:
         lang = get_spec(name).lang
-        part = {split: {e.context for e in load_qa(name, split)} for split in ("val", "train")}
         questions = load_qa(name, "val")
+        part = {"val": {e.context for e in questions}, "train": {e.context for e in load_qa(name, "train")}}
         queries = dense_vectors(RoleEncoder(encoder, "query", lang), [e.question for e in questions])
         for corpus_name, splits in CORPORA.items():
             corpus = list(dict.fromkeys(text for split in splits for text in sorted(part[split])))
