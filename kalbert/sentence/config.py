@@ -61,6 +61,14 @@ class STSConfig:
     """Rows the in-batch-negative losses (NLI, pairs, QA) encode at a time (CachedMultipleNegativesRankingLoss,
     GradCache): a batch larger than memory allows, e.g. 256 passages of 256 tokens on a small machine, keeps every
     row's in-batch negatives and the same gradients; None: the whole batch at once (MultipleNegativesRankingLoss)."""
+    score_teacher: str | None = None
+    """Teacher whose scores the QA rows also distil (e.g. multilingual-e5-small, with its prompts): the student
+    matches its softmax over every paragraph of the batch (KL at ``score_temperature``) beside the in-batch
+    cross-entropy, so it learns how close each near miss is, not only which paragraph is right; None: in-batch
+    negatives only."""
+    score_temperature: float = 0.01
+    """Temperature of the teacher's cosines for ``score_teacher`` (0.01 spreads e5's crowded scores: its own
+    paragraph typically 0.02-0.03 above the best other)."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128

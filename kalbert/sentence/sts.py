@@ -36,6 +36,7 @@ from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set
 from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.sentence.negatives import NegativeMiner
+from kalbert.sentence.score_distill import ScoreDistillLoss, TeacherScores
 from kalbert.stage import artifact_folder
 from kalbert.training import FitResult, RunFolder
 from kalbert.verbs import command_for
@@ -94,10 +95,12 @@ def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | 
 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
-                   miner: NegativeMiner | None = None, mini_batch_size: int | None = None) -> list[TrainTask]:
+                   miner: NegativeMiner | None = None, mini_batch_size: int | None = None,
+                   scores: TeacherScores | None = None) -> list[TrainTask]:
     """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only; QA:
     (question, its paragraph, a neighbouring paragraph or the ``miner``'s negative), encoded with the query and
-    document prompts; ``mini_batch_size`` rows at a time when given (GradCache)."""
+    document prompts, and labelled with the ``scores`` teacher's vectors when given (:class:`ScoreDistillLoss`);
+    ``mini_batch_size`` rows at a time when given (GradCache)."""
     from sentence_transformers.sentence_transformer.losses import (
         CachedMultipleNegativesRankingLoss,
         MultipleNegativesRankingLoss,
@@ -119,6 +122,10 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
         rows = _cap(rows, limit)
         if rows:
             columns = [[row[c] for row in rows] for c in range(width)]
+            if kind == "qa" and scores is not None:
+                tasks.append(TrainTask(f"{name}:{split}/{width}", columns, scores.labels(columns, get_spec(name).lang),
+                                       ScoreDistillLoss(model, scores.temperature), prompt_names=prompts[:width]))
+                continue
             tasks.append(TrainTask(f"{name}:{split}/{width}", columns, np.zeros(len(rows), dtype=np.float32), loss,
                                    prompt_names=prompts[:width]))
     return tasks
@@ -126,14 +133,14 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
 
 def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None,
                 pair_loss: PairLoss = "mnrl", miner: NegativeMiner | None = None,
-                mini_batch_size: int | None = None) -> list[TrainTask]:
+                mini_batch_size: int | None = None, scores: TeacherScores | None = None) -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else get_spec(name).kind
         if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
             tasks.append(_graded_task(model, name, split, loss, limit))
         else:
-            tasks += _ranking_tasks(model, name, split, kind, limit, miner, mini_batch_size)
+            tasks += _ranking_tasks(model, name, split, kind, limit, miner, mini_batch_size, scores)
     return tasks
 
 
@@ -145,9 +152,12 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     refs = _train_refs(config.train, eval_refs)
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
     # a mined pairs file carries the lineage of the teacher that graded it; a negative miner picks training rows
-    miner_folder = [config.negative_miner] if config.negative_miner else []
-    for source in [config.model, *miner_folder, *(name for name, split in refs if split == FILE)]:
+    teachers = [t for t in (config.negative_miner, config.score_teacher) if t]
+    for source in [config.model, *teachers, *(name for name, split in refs if split == FILE)]:
         refuse_trained_on(source, eval_refs + test_refs, "--eval/--test")
+    if config.score_teacher and config.mini_batch_size:
+        raise KalbertError("--score-teacher and --mini-batch-size cannot be combined",
+                           "drop --mini-batch-size: score distillation encodes the whole batch at once")
     refuse_existing_output(config.out, overwrite)
     run = RunFolder.open(config.out, asdict(config))
     model = load_sentence_model(config.model, pooling=config.pooling)
@@ -157,7 +167,10 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
         model[0].auto_model.get_input_embeddings().weight.requires_grad_(False)
     miner = (NegativeMiner(config.negative_miner, config.negative_margin, config.loop.batch_size)
              if config.negative_miner else None)
-    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner, config.mini_batch_size)
+    scores = (TeacherScores(config.score_teacher, config.score_temperature, config.loop.batch_size)
+              if config.score_teacher else None)
+    tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner, config.mini_batch_size,
+                        scores)
     evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 

@@ -35,6 +35,12 @@ class StaticTrainConfig:
     --negative-miner`` does (e.g. multilingual-e5-small); None: the next paragraph of the same article."""
     negative_margin: float = 0.99
     """Share of the miner's score for a question's own paragraph that a mined negative must stay under."""
+    score_teacher: str | None = None
+    """Teacher whose scores the QA sets also distil, as ``kalbert sbert sts --score-teacher`` does (e.g.
+    multilingual-e5-small): the question's softmax over every paragraph of the batch matches the teacher's (KL);
+    None: in-batch negatives only."""
+    score_temperature: float = 0.01
+    """Temperature of the ``score_teacher``'s cosines (0.01 spreads e5's crowded scores)."""
     eval: list[str] | None = None
     """Dev splits whose mean picks the best checkpoint: STS dev splits, or a QA set's val articles scored as
     retrieval, nDCG@10 (e.g. korquad:val); default korsts:dev for Korean, stsb-zh:dev for Chinese."""

@@ -53,6 +53,7 @@ from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.sentence.evaluate import dev_metric
 from kalbert.sentence.negatives import NegativeMiner
+from kalbert.sentence.score_distill import TeacherScores, score_kl
 from kalbert.stage import artifact_folder
 from kalbert.static.config import StaticTrainConfig
 from kalbert.static.evaluate import DevScores, eval_refs
@@ -113,17 +114,19 @@ def cosent_loss(left: torch.Tensor, right: torch.Tensor, labels: torch.Tensor, d
     return torch.stack(losses).mean()
 
 
-def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, dims: list[int]
-                 ) -> torch.Tensor:
+def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, dims: list[int],
+                 teacher: torch.Tensor | None = None) -> torch.Tensor:
     """In-batch negatives both ways on each prefix: each anchor must pick its own positive among the batch's
-    positives and hard negatives, each positive its own anchor among the batch's anchors."""
+    positives and hard negatives, each positive its own anchor among the batch's anchors; with ``teacher`` logits
+    over the same candidates, also the KL divergence from the teacher's softmax to the anchors'."""
     target = torch.arange(len(anchors), device=anchors.device)
     losses = []
     for d in dims:
         anchor, positive = F.normalize(anchors[:, :d], dim=-1), F.normalize(positives[:, :d], dim=-1)
         candidates = torch.cat([positive, F.normalize(negatives[:, :d], dim=-1)])
-        losses.append((F.cross_entropy(anchor @ candidates.T * RANKING_SCALE, target)
-                       + F.cross_entropy(positive @ anchor.T * RANKING_SCALE, target)) / 2)
+        scores = anchor @ candidates.T * RANKING_SCALE
+        loss = (F.cross_entropy(scores, target) + F.cross_entropy(positive @ anchor.T * RANKING_SCALE, target)) / 2
+        losses.append(loss if teacher is None else loss + score_kl(scores, teacher))
     return torch.stack(losses).mean()
 
 
@@ -153,9 +156,22 @@ class RankedPairs:
     anchors: list[str]
     positives: list[str]
     negatives: list[str | None]
+    teacher: list[np.ndarray] | None = None
+    """A score teacher's unit vectors of the anchors (query role), positives and negatives (passage role; zeros
+    where a row has no negative), for QA sets trained with ``score_teacher``."""
 
     def __len__(self) -> int:
         return len(self.anchors)
+
+
+def teacher_vectors(scores: TeacherScores, pairs: RankedPairs, lang: str) -> list[np.ndarray]:
+    """``scores``' vectors of a QA set's questions, paragraphs and hard negatives (zeros where there is none)."""
+    anchors = scores.vectors(pairs.anchors, "query", lang)
+    negatives = np.zeros_like(anchors)
+    rows = [i for i, n in enumerate(pairs.negatives) if n is not None]
+    if rows:
+        negatives[rows] = scores.vectors([pairs.negatives[i] for i in rows], "passage", lang)
+    return [anchors, scores.vectors(pairs.positives, "passage", lang), negatives]
 
 
 def translation_pairs(name: str, languages: list[str]) -> RankedPairs:
@@ -173,9 +189,11 @@ def translation_pairs(name: str, languages: list[str]) -> RankedPairs:
 
 
 def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
-              miner: NegativeMiner | None = None) -> list[GradedPairs | RankedPairs]:
-    """Each --sts set or graded-pair file, read (QA negatives picked by ``miner`` when given); evaluation splits,
-    and files holding an evaluation sentence, are refused."""
+              miner: NegativeMiner | None = None, scores: TeacherScores | None = None
+              ) -> list[GradedPairs | RankedPairs]:
+    """Each --sts set or graded-pair file, read (QA negatives picked by ``miner``, QA rows labelled with the
+    ``scores`` teacher's vectors, when given); evaluation splits, and files holding an evaluation sentence, are
+    refused."""
     found: list[GradedPairs | RankedPairs] = []
     for ref in refs:
         if is_pairs_file(ref):
@@ -193,6 +211,8 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
                     triplets = miner(triplets, get_spec(name).lang)
                 pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],
                                     [t[2] for t in triplets])
+                if kind == "qa" and scores is not None:
+                    pairs.teacher = teacher_vectors(scores, pairs, get_spec(name).lang)
             else:
                 graded = load_graded(name, split)
                 pairs = GradedPairs(f"{name}:{split}", [r[0] for r in graded], [r[1] for r in graded],
@@ -236,10 +256,12 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if dims[-1] < 1 or dims[0] > static.dim:
         raise KalbertError(f"--matryoshka-dims must lie in 1..{static.dim}, got {config.matryoshka_dims}")
     refs = eval_refs(config.eval, meta.get("languages") or [])
-    if config.negative_miner:
-        refuse_trained_on(config.negative_miner, refs, "--eval")
+    for teacher in (config.negative_miner, config.score_teacher):
+        if teacher:
+            refuse_trained_on(teacher, refs, "--eval")
     miner = NegativeMiner(config.negative_miner, config.negative_margin) if config.negative_miner else None
-    pairs = pair_sets(config.sts, refs, meta.get("languages") or [], miner)
+    scores = TeacherScores(config.score_teacher, config.score_temperature) if config.score_teacher else None
+    pairs = pair_sets(config.sts, refs, meta.get("languages") or [], miner, scores)
     if not refs and not config.corpus:
         raise KalbertError("nothing to pick the best epoch with", "pass --eval (e.g. korsts:dev) or --corpus")
     settings = {k: v for k, v in asdict(config).items() if k != "teacher_backend"}  # backends share vectors
@@ -259,7 +281,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
                             lambda rows: corpus.batch_loss(bag, np.asarray(rows))))
     if pairs:
         facts.update({f"{p.label}_pairs": len(p) for p in pairs})
-        mixed = PairBatches(static, pairs, config.loop.batch_size)
+        mixed = PairBatches(static, pairs, config.loop.batch_size, config.score_temperature)
         stages.append(Stage("pairs", replace(config.loop, epochs=config.sts_epochs),
                             lambda rng: shuffled_batches(len(mixed), 1, rng),  # a row of this stage is a batch
                             lambda batch: mixed.loss(bag, batch[0], dims)))
@@ -306,8 +328,10 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
 class PairBatches:
     """The --sts sets cut into batches of one set each; row i of this task is batch i."""
 
-    def __init__(self, static: StaticVectors, pairs: list[GradedPairs | RankedPairs], batch_size: int) -> None:
-        self.losses = [GradedLoss(static, p) if isinstance(p, GradedPairs) else RankingLoss(static, p) for p in pairs]
+    def __init__(self, static: StaticVectors, pairs: list[GradedPairs | RankedPairs], batch_size: int,
+                 score_temperature: float) -> None:
+        self.losses = [GradedLoss(static, p) if isinstance(p, GradedPairs)
+                       else RankingLoss(static, p, score_temperature) for p in pairs]
         rng = np.random.default_rng(len(pairs))
         self.batches: list[tuple[int, np.ndarray]] = []
         for index, found in enumerate(pairs):
@@ -334,17 +358,25 @@ class GradedLoss:
 
 
 class RankingLoss:
-    """In-batch negatives on rows of one NLI, QA or parallel set, with the hard negatives those rows have."""
+    """In-batch negatives on rows of one NLI, QA or parallel set, with the hard negatives those rows have (and the
+    score teacher's logits over the same candidates, when the set carries its vectors)."""
 
-    def __init__(self, static: StaticVectors, pairs: RankedPairs) -> None:
+    def __init__(self, static: StaticVectors, pairs: RankedPairs, score_temperature: float) -> None:
         self.anchors, self.positives = tokenize(static, pairs.anchors), tokenize(static, pairs.positives)
         self.negatives = tokenize(static, [n or "" for n in pairs.negatives])
         self.has_negative = np.array([n is not None for n in pairs.negatives])
+        self.teacher = [torch.from_numpy(v) for v in pairs.teacher] if pairs.teacher is not None else None
+        self.score_temperature = score_temperature
 
     def __call__(self, bag: WeightedBag, rows: np.ndarray, dims: list[int]) -> torch.Tensor:
         negatives = rows[self.has_negative[rows]]
+        teacher = None
+        if self.teacher is not None:
+            anchors, positives, hard = self.teacher
+            candidates = torch.cat([positives[rows], hard[negatives]])
+            teacher = (anchors[rows] @ candidates.T / self.score_temperature).to(bag.vectors.device)
         return ranking_loss(bag(self.anchors, rows), bag(self.positives, rows),
-                            bag(self.negatives, negatives) if len(negatives) else bag.vectors[:0], dims)
+                            bag(self.negatives, negatives) if len(negatives) else bag.vectors[:0], dims, teacher)
 
 
 @dataclass

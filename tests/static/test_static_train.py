@@ -10,16 +10,20 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
+from kalbert.sentence.score_distill import TeacherScores
 from kalbert.static.config import StaticTrainConfig
 from kalbert.static.model import load_static_model
 from kalbert.static.train import (
+    RANKING_SCALE,
     CorpusTask,
     GradedPairs,
     PairBatches,
     cosent_loss,
+    pair_sets,
     ranking_loss,
     target_loss,
     train_static,
@@ -129,6 +133,28 @@ def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, te
     assert mined["miner"] == str(teacher) and mined["questions"] == 14 and mined["replaced"] > 0
 
 
+def test_a_score_teacher_labels_the_qa_rows_it_distils(static_init, teacher, tiny_qa_data, tmp_path):
+    (pairs,) = pair_sets(["korquad"], ["korquad:val"], ["ko"], scores=TeacherScores(str(teacher)))
+    anchors, positives, negatives = pairs.teacher
+    assert anchors.shape == positives.shape == negatives.shape and anchors.shape[0] == len(pairs)
+    has_negative = np.array([n is not None for n in pairs.negatives])
+    assert np.allclose(np.linalg.norm(negatives[has_negative], axis=1), 1, atol=1e-2)
+    assert not negatives[~has_negative].any()
+    out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
+                                  score_teacher=str(teacher), sts_epochs=1, batch_size=4))
+    assert json.loads((out / "kalbert.json").read_text())["stages"][-1]["config"]["score_teacher"] == str(teacher)
+
+
+def test_teacher_logits_equal_to_the_students_add_nothing():
+    torch.manual_seed(0)
+    anchors, positives, negatives = torch.randn(4, 8), torch.randn(4, 8), torch.randn(2, 8)
+    candidates = F.normalize(torch.cat([positives, negatives]), dim=-1)
+    own = F.normalize(anchors, dim=-1) @ candidates.T * RANKING_SCALE
+    plain = ranking_loss(anchors, positives, negatives, [8])
+    assert ranking_loss(anchors, positives, negatives, [8], teacher=own) == pytest.approx(plain.item(), abs=1e-5)
+    assert ranking_loss(anchors, positives, negatives, [8], teacher=-own) > plain + 1
+
+
 def test_parallel_sets_pair_each_two_of_the_model_languages(korsts):
     pairs = translation_pairs("parallel-stsb-train", ["ko", "zh"])
     assert len(pairs) > 10_000 and pairs.negatives == [None] * len(pairs)
@@ -170,7 +196,7 @@ def test_pair_batches_cover_every_pair_once_and_never_mix_sets(static_init):
     static, _ = load_static_model(static_init)
     sets = [GradedPairs("a:train", ["좋다"] * 5, ["싫다"] * 5, np.linspace(0, 1, 5, dtype=np.float32)),
             GradedPairs("b:train", ["영화"] * 3, ["배우"] * 3, np.ones(3, dtype=np.float32))]
-    mixed = PairBatches(static, sets, batch_size=2)
+    mixed = PairBatches(static, sets, batch_size=2, score_temperature=0.01)
     assert len(mixed) == 3 + 2
     covered = {(index, int(row)) for index, rows in mixed.batches for row in rows}
     assert covered == {(0, r) for r in range(5)} | {(1, r) for r in range(3)}
