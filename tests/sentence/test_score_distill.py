@@ -22,9 +22,8 @@ def test_rows_are_labelled_with_the_teachers_question_and_paragraph_vectors(tiny
     assert isinstance(task.loss, ScoreDistillLoss) and task.labels.shape[0] == len(task)
     encoder = load_encoder(str(tiny_sbert))
     width = task.labels.shape[1] // len(task.columns)
-    for column, role in zip(task.columns, ("query", "passage", "passage"), strict=True):
+    for c, (column, role) in enumerate(zip(task.columns, ("query", "passage", "passage"), strict=True)):
         expected = RoleEncoder(encoder, role, "ko").encode(column[:2])
-        c = task.columns.index(column)
         np.testing.assert_allclose(task.labels[:2, c * width:(c + 1) * width], expected, atol=2e-3)
 
 
