@@ -11,6 +11,7 @@ parameters of their own, so training and checkpointing the model covers everythi
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,10 @@ class TrainTask:
     prompt_names: tuple[str | None, ...] = ()
     """The model prompt each column is encoded with (e.g. ``("query", "document")`` for question -> passage
     rows), so training sees what ``encode_query`` / ``encode_document`` will; empty: the default prompt."""
+    distinct_candidates: bool = False
+    """For in-batch-negative losses: no text appears twice among a batch's candidates (every column after the
+    first), so no row's own paragraph or partner is scored as another row's negative (a KorQuAD paragraph has
+    about six questions; mined negatives are often other rows' positives)."""
 
     def __len__(self) -> int:
         return len(self.columns[0])
@@ -56,9 +61,33 @@ def _batches(tasks: list[TrainTask], batch_size: int, rng: random.Random) -> lis
             texts = task.columns[0]
             order = [i for w in range(0, len(order), window)
                      for i in sorted(order[w:w + window], key=lambda row: len(texts[row]))]
-        plan += [(t, order[i:i + batch_size]) for i in range(0, len(order), batch_size)]
+        chunks = (_distinct_batches(order, task.columns[1:], batch_size) if task.distinct_candidates
+                  else [order[i:i + batch_size] for i in range(0, len(order), batch_size)])
+        plan += [(t, chunk) for chunk in chunks]
     rng.shuffle(plan)
     return plan
+
+
+def _distinct_batches(order: list[int], candidates: list[list[str]], batch_size: int) -> list[list[int]]:
+    """``order`` cut into batches in which no candidate text repeats. A row that would repeat one waits, first in
+    line, for the next batch, so batches keep ``order`` where nothing collides (then they are plain chunks) and
+    the last ones may be smaller."""
+    pending, batches = deque(order), []
+    while pending:
+        batch: list[int] = []
+        seen: set[str] = set()
+        waiting: list[int] = []
+        while pending and len(batch) < batch_size:
+            row = pending.popleft()
+            texts = {column[row] for column in candidates}
+            if seen.isdisjoint(texts):
+                batch.append(row)
+                seen |= texts
+            else:
+                waiting.append(row)
+        pending.extendleft(reversed(waiting))
+        batches.append(batch)
+    return batches
 
 
 def _to_device(features: dict, device: torch.device) -> dict:

@@ -124,10 +124,11 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
             columns = [[row[c] for row in rows] for c in range(width)]
             if kind == "qa" and scores is not None:
                 tasks.append(TrainTask(f"{name}:{split}/{width}", columns, scores.labels(columns, get_spec(name).lang),
-                                       ScoreDistillLoss(model, scores.temperature), prompt_names=prompts[:width]))
+                                       ScoreDistillLoss(model, scores.temperature), prompt_names=prompts[:width],
+                                       distinct_candidates=True))
                 continue
             tasks.append(TrainTask(f"{name}:{split}/{width}", columns, np.zeros(len(rows), dtype=np.float32), loss,
-                                   prompt_names=prompts[:width]))
+                                   prompt_names=prompts[:width], distinct_candidates=True))
     return tasks
 
 

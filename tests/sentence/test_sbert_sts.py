@@ -124,3 +124,24 @@ def test_mini_batches_give_the_whole_batch_gradients(tiny_sbert, tiny_qa_data):
     assert (whole[0], cached[0]) == ("MultipleNegativesRankingLoss", "CachedMultipleNegativesRankingLoss")
     assert cached[1] == pytest.approx(whole[1], rel=1e-5)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[2], cached[2], strict=True))
+
+
+def test_in_batch_negative_batches_never_repeat_a_candidate(tiny_sbert, tiny_qa_data):
+    import random
+
+    from kalbert.sentence.loop import _batches
+
+    model = load_sentence_model(tiny_sbert)
+    tasks = build_tasks(model, [("korquad", "train")], "cosent", limit=None)
+    assert tasks and all(task.distinct_candidates for task in tasks)
+    # rows sharing a paragraph (a KorQuAD paragraph has several questions), and one row's negative another's positive
+    task = tasks[0]
+    task.columns = [[f"q{i}" for i in range(12)], ["p0", "p0", "p1", "p1", "p2", "p3", "p4", "p5", "p0", "p6", "p7", "p8"]]
+    plan = _batches([task], 4, random.Random(0))
+    rows = [row for _, batch in plan for row in batch]
+    assert sorted(rows) == list(range(12))
+    for _, batch in plan:
+        candidates = [task.columns[1][row] for row in batch]
+        assert len(candidates) == len(set(candidates))
+    task.columns[1] = [f"p{i}" for i in range(12)]  # nothing collides: plain chunks of the shuffled order
+    assert all(len(batch) == 4 for _, batch in _batches([task], 4, random.Random(0)))
