@@ -134,14 +134,15 @@ def test_in_batch_negative_batches_never_repeat_a_candidate(tiny_sbert, tiny_qa_
     model = load_sentence_model(tiny_sbert)
     tasks = build_tasks(model, [("korquad", "train")], "cosent", limit=None)
     assert tasks and all(task.distinct_candidates for task in tasks)
-    # rows sharing a paragraph (a KorQuAD paragraph has several questions), and one row's negative another's positive
+    # rows sharing a paragraph (a KorQuAD paragraph has several questions), a row's negative another row's paragraph
     task = tasks[0]
-    task.columns = [[f"q{i}" for i in range(12)], ["p0", "p0", "p1", "p1", "p2", "p3", "p4", "p5", "p0", "p6", "p7", "p8"]]
+    paragraphs = ["p0", "p0", "p1", "p1", "p2", "p3", "p4", "p5", "p0", "p6", "p7", "p8"]
+    task.columns = [[f"q{i}" for i in range(12)], paragraphs, [f"n{i}" for i in range(11)] + ["p2"]]
     plan = _batches([task], 4, random.Random(0))
-    rows = [row for _, batch in plan for row in batch]
-    assert sorted(rows) == list(range(12))
+    assert sorted(row for _, batch in plan for row in batch) == list(range(12))
     for _, batch in plan:
-        candidates = [task.columns[1][row] for row in batch]
+        candidates = [column[row] for column in task.columns[1:] for row in batch]
         assert len(candidates) == len(set(candidates))
     task.columns[1] = [f"p{i}" for i in range(12)]  # nothing collides: plain chunks of the shuffled order
+    task.columns[2] = [f"n{i}" for i in range(12)]
     assert all(len(batch) == 4 for _, batch in _batches([task], 4, random.Random(0)))
