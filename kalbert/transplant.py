@@ -108,6 +108,11 @@ def teacher_folder(path: str | Path) -> Path:
     return folder
 
 
+def teacher_root(teacher: str | Path) -> Path:
+    """The teacher folder a record names as a parent: the folder given, not its module folder."""
+    return e5_folder() if str(teacher) == E5_NAME else Path(teacher).expanduser()
+
+
 def _teacher_config(folder: Path) -> dict:
     """The teacher's config.json, refused unless it is a BERT-family encoder with absolute positions."""
     try:
@@ -347,7 +352,7 @@ def _albert_config(teacher: PreTrainedModel, config: TransplantConfig, vocab_siz
     )
 
 
-def _load_teacher(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, bool]:
+def load_teacher(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, bool]:
     """The teacher encoder (float32, eval), its tokenizer, and whether its pooler was trained (saved)."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -412,7 +417,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
     teacher_config = _teacher_config(folder)
     _validate(config, teacher_config)
     vocab, processor = _vocab_folder(config.vocab)
-    teacher, tokenizer, has_pooler = _load_teacher(folder)
+    teacher, tokenizer, has_pooler = load_teacher(folder)
     model, pieces, variance, chosen = _build(config, teacher, teacher_config, has_pooler, processor, tokenizer)
     result = TransplantResult(out=out, model=describe(model.config), teacher_layers=chosen,
                               variance_kept=variance, mapping=pieces.counts, identity_vocab=pieces.identity)
@@ -436,8 +441,7 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
             if (vocab / name).exists():
                 shutil.copy2(vocab / name, tmp / name)
         meta["seconds"] = round(time.perf_counter() - started, 1)
-        teacher_root = e5_folder() if str(config.teacher) == E5_NAME else config.teacher  # not its module folder
-        meta = write_record(tmp, meta, Kind.PRETRAINED_MODEL, [teacher_root, vocab],
+        meta = write_record(tmp, meta, Kind.PRETRAINED_MODEL, [teacher_root(config.teacher), vocab],
                             command=command_for(config))
         atomic_write_text(tmp / "README.md", model_card(out.name, meta))
     return result

@@ -83,6 +83,8 @@ VERBS: dict[str, Verb] = {verb.name: verb for verb in [
     Verb("sbert sts", "kalbert.sentence.config:STSConfig", "kalbert.sentence.sts:train_sts", Kind.SENTENCE_MODEL),
     Verb("sbert average", "kalbert.sentence.average:AverageConfig", "kalbert.sentence.average:average_models",
          Kind.SENTENCE_MODEL),
+    Verb("sbert widen", "kalbert.sentence.widen:WidenConfig", "kalbert.sentence.widen:widen_model",
+         Kind.SENTENCE_MODEL),
     Verb("static distill", "kalbert.static.distill:StaticDistillConfig", "kalbert.static.distill:distill_static",
          Kind.STATIC_MODEL),
     Verb("static train", "kalbert.static.config:StaticTrainConfig", "kalbert.static.train:train_static",

@@ -277,3 +277,78 @@ def test_help_has_an_example(capsys):
         main(["transplant", "--help"])
     assert exited.value.code == 0
     assert "example:\n  kalbert transplant --teacher" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- widening a sentence model
+@pytest.fixture(scope="module")
+def narrow_sentence_model(tmp_path_factory, vocab, e5_style_teacher) -> Path:
+    """The e5-style teacher transplanted at E = 8 of H = 32 and wrapped as a sentence model."""
+    folder = tmp_path_factory.mktemp("narrow")
+    assert main(["transplant", "--teacher", str(e5_style_teacher), "--vocab", str(vocab), "--layers", "2",
+                 "--embedding-size", "8", "--out", str(folder / "albert")]) == 0
+    assert main(["sbert", "export", "--model", str(folder / "albert"), "--out", str(folder / "sbert")]) == 0
+    return folder / "sbert"
+
+
+def _vectors(folder: Path):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device="cpu", local_files_only=True).encode(
+        list(PROBE[0] + PROBE[1]), convert_to_tensor=True, normalize_embeddings=True)
+
+
+def test_widening_keeps_the_model_at_alpha_0_and_reads_the_teacher_at_1(tmp_path, narrow_sentence_model,
+                                                                        e5_style_teacher, capsys):
+    from transformers import AutoConfig
+
+    before = _vectors(narrow_sentence_model)
+    outs = {}
+    for alpha in ("0", "1"):
+        outs[alpha] = tmp_path / f"wide-{alpha}"
+        assert main(["sbert", "widen", "--model", str(narrow_sentence_model), "--teacher", str(e5_style_teacher),
+                     "--embedding-size", "20", "--alpha", alpha, "--out", str(outs[alpha])]) == 0
+    assert "variance kept" in capsys.readouterr().out
+    assert AutoConfig.from_pretrained(str(outs["0"])).embedding_size == 20
+    kept = (before * _vectors(outs["0"])).sum(1)
+    moved = (before * _vectors(outs["1"])).sum(1)
+    assert kept.min() > 0.99 and moved.min() < kept.min()  # alpha 0: (nearly) the same model; 1: the teacher's part
+    meta = json.loads((outs["1"] / "kalbert.json").read_text(encoding="utf-8"))
+    stage = meta["stages"][-1]
+    assert stage["stage"] == "widen" and stage["config"]["embedding_size"] == 20
+    assert 0 < stage["variance_kept"]["before"] < stage["variance_kept"]["after"] <= 1 + 1e-9
+    assert meta["command"].startswith("kalbert sbert widen")
+
+
+def test_widening_with_no_position_spread_is_exact():
+    """With one position row and one type row the LayerNorm statistics are kept exactly, so at alpha 0 the
+    widened embeddings give the encoder the very input it had."""
+    from transformers import AlbertConfig, AlbertModel
+
+    from kalbert.sentence.widen import widen_state
+
+    torch.manual_seed(0)
+    narrow = AlbertModel(AlbertConfig(vocab_size=50, embedding_size=6, hidden_size=HIDDEN, num_hidden_layers=1,
+                                      num_attention_heads=HEADS, intermediate_size=FFN, max_position_embeddings=8))
+    state = narrow.state_dict()
+    for name in ("position_embeddings", "token_type_embeddings"):
+        table = state[f"embeddings.{name}.weight"]
+        state[f"embeddings.{name}.weight"] = table[:1].expand_as(table).clone()
+    narrow.load_state_dict(state)
+    widened = widen_state(state, torch.randn(50, HIDDEN), torch.ones(HIDDEN), embedding_size=16, alpha=0.0)
+    wide = AlbertModel(AlbertConfig(**{**narrow.config.to_dict(), "embedding_size": 16}))
+    wide.load_state_dict(widened.state)
+    ids = torch.randint(5, 50, (2, 7))
+    with torch.no_grad():
+        assert torch.allclose(narrow.eval()(ids).last_hidden_state, wide.eval()(ids).last_hidden_state, atol=1e-5)
+
+
+def test_widening_refuses_bad_widths_and_models(tmp_path, narrow_sentence_model, vocab, capsys):
+    model = ["--model", str(narrow_sentence_model)]
+    for argv, says in (([*model, "--embedding-size", "8"], "must be above the model's 8"),
+                       ([*model, "--embedding-size", "40"], "at most its hidden size"),
+                       ([*model, "--alpha", "2"], "outside 0..1"),
+                       (["--model", str(vocab)], "not a sentence ALBERT")):
+        out = tmp_path / "wide"
+        assert main(["sbert", "widen", *argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.strip().count("\n") == 0 and not out.exists(), err

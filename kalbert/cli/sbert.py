@@ -1,4 +1,4 @@
-"""`kalbert sbert export|sts|distill|mine|average`."""
+"""`kalbert sbert export|sts|distill|mine|average|widen`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import argparse
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
 
-HELP = "sentence models: export, STS training, distillation, teacher-graded pair mining, weight averaging"
+HELP = ("sentence models: export, STS training, distillation, teacher-graded pair mining, weight averaging, "
+        "embedding widening")
 
 
 def register(nouns) -> None:
@@ -71,6 +72,14 @@ def register(nouns) -> None:
         _average)
     add_config_arguments(average, "kalbert.sentence.average:AverageConfig", stage="average")
     add_overwrite(average)
+
+    widen = add_verb(
+        verbs, "widen", "widen a transplanted sentence ALBERT's embeddings with the teacher's directions its "
+        "transplant dropped (more parameters, same speed); train it after",
+        "kalbert sbert widen --model models/sbert-ko-zh-small --embedding-size 200 --alpha 0.5 "
+        "--eval korsts:dev --out outputs/sbert-ko-zh-small-e200", _widen)
+    add_config_arguments(widen, "kalbert.sentence.widen:WidenConfig", stage="widen")
+    add_overwrite(widen)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -158,4 +167,17 @@ def _mine(args: argparse.Namespace) -> int:
     print(f"  score 0-5 = teacher cosine {score['cosine_at_0']:.4f}-{score['cosine_at_5']:.4f}, linear; "
           f"{result.record['sample']['heldout_dropped']} evaluation sentences left out of the sample")
     print(f"  train with: kalbert sbert sts --train {result.out} ...")
+    return 0
+
+
+def _widen(args: argparse.Namespace) -> int:
+    from kalbert.sentence.widen import widen_model
+
+    out = widen_model(config_from_args(args), overwrite=args.overwrite)
+    stage = read_meta(out)["stages"][-1]
+    print(f"widened sentence model: {out} ({stage['parameters']:,} parameters; the teacher's word-embedding variance "
+          f"kept {stage['variance_kept']['before']:.1%} -> {stage['variance_kept']['after']:.1%})")
+    for metric in read_meta(out)["metrics"]:
+        if metric["stage"] == "widen":
+            print(f"  {metric['data']} {metric['metric']}: {metric['value']:.4f}")
     return 0

@@ -20,7 +20,7 @@ from kalbert.io import sha256_file
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
 from kalbert.sentence.evaluate import dev_metric, dev_refs, evaluate_dev
-from kalbert.sentence.folder import is_sentence_model, module_names
+from kalbert.sentence.folder import drop_derived_files, is_sentence_model, module_names
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
@@ -93,12 +93,7 @@ def average_models(config: AverageConfig, overwrite: bool = False) -> AverageRes
     with artifact_folder(config.out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(folders[0], tmp, dirs_exist_ok=True)
         average_weight_files(folders, weights, tmp)
-        for stale in ("onnx", "training_log.json"):  # they belong to the first model, not to the average
-            path = tmp / stale
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.is_file():
-                path.unlink()
+        drop_derived_files(tmp)  # they belong to the first model, not to the average
         model = SentenceTransformer(str(tmp), device="cpu", local_files_only=True)
         meta = read_meta(tmp)  # write_meta_and_card drops its "onnx" record: the files were not kept
         meta.pop("weights_storage", None)  # averaged weights are stored in float32

@@ -13,11 +13,25 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 MODULES_FILE = "modules.json"
+# files that belong to one set of weights: a folder copied to hold other weights must not keep them
+DERIVED = ("onnx", "training_log.json")
 
 
 def is_sentence_model(path: str | Path) -> bool:
     """True for a SentenceTransformer folder (it has ``modules.json``)."""
     return (Path(path) / MODULES_FILE).is_file()
+
+
+def drop_derived_files(folder: Path) -> None:
+    """Remove the ONNX exports and training log of a copied folder whose weights are about to be replaced."""
+    import shutil
+
+    for name in DERIVED:
+        path = folder / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.is_file():
+            path.unlink()
 
 
 def module_names(model: SentenceTransformer) -> list[str]:
