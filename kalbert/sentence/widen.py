@@ -26,8 +26,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from kalbert.artifact import Kind, read_meta
 from kalbert.errors import KalbertError
@@ -38,6 +37,9 @@ from kalbert.sentence.folder import drop_derived_files, is_sentence_model, modul
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
+
+if TYPE_CHECKING:  # torch is imported where the work is, so that `kalbert sbert widen --help` need not wait for it
+    import torch
 
 WEIGHTS = "model.safetensors"
 PREFIX = "embeddings."
@@ -76,14 +78,15 @@ class Widened:
     and along the E'-1 directions of the widened model ("after")."""
 
 
-def principal_directions(rows: torch.Tensor) -> torch.Tensor:
-    """``H x (H-1)`` principal directions of the centred ``rows`` within the mean-zero subspace (the one
-    LayerNorm keeps), leading first, float64."""
+def principal_directions(centred: torch.Tensor) -> torch.Tensor:
+    """``H x (H-1)`` principal directions of the row-centred (float64) ``centred`` within the mean-zero subspace
+    (the one LayerNorm keeps), leading first."""
+    import torch
+
     from kalbert.transplant import helmert
 
-    centred = rows.double() - rows.double().mean(dim=1, keepdim=True)
-    basis = helmert(rows.shape[1]).T
-    _, vectors = torch.linalg.eigh(basis.T @ (centred.T @ centred / rows.shape[0]) @ basis)
+    basis = helmert(centred.shape[1]).T
+    _, vectors = torch.linalg.eigh(basis.T @ (centred.T @ centred / centred.shape[0]) @ basis)
     return basis @ vectors.flip(1)
 
 
@@ -94,14 +97,16 @@ def widen_state(state: dict[str, torch.Tensor], teacher_rows: torch.Tensor, teac
     ``teacher_rows`` is the teacher's H-wide embedding of each piece of the model's vocabulary (``V x H``),
     ``teacher_gamma`` its embedding LayerNorm weight.
     """
+    import torch
+
     state = {name: tensor.float() for name, tensor in state.items()}
     word, positions, types = (state[f"{PREFIX}{name}.weight"]
                               for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"))
     old, added = word.shape[1], embedding_size - word.shape[1]
     hidden = teacher_rows.shape[1]
-    directions = principal_directions(teacher_rows)
-    kept, new = directions[:, :old - 1], directions[:, old - 1:old - 1 + added]
     centred = teacher_rows.double() - teacher_rows.double().mean(dim=1, keepdim=True)
+    directions = principal_directions(centred)
+    kept, new = directions[:, :old - 1], directions[:, old - 1:old - 1 + added]
     second = (centred ** 2).sum()
     along = (centred @ new).float()
     standard = (along - along.mean(1, keepdim=True)) / along.std(1, unbiased=False, keepdim=True).clamp_min(1e-8)
@@ -130,6 +135,8 @@ def widen_state(state: dict[str, torch.Tensor], teacher_rows: torch.Tensor, teac
 def teacher_rows_for(folder: Path, teacher: str) -> tuple[torch.Tensor, torch.Tensor]:
     """The teacher's embedding of each piece of ``folder``'s vocabulary, as ``kalbert transplant`` maps them,
     and the teacher's embedding LayerNorm weight."""
+    import torch
+
     from kalbert.transplant import load_teacher, map_pieces, mean_rows, teacher_folder
     from kalbert.vocab.files import load_processor
 
