@@ -62,7 +62,7 @@ def card_section(source: Path, old: sp_pb2.ModelProto, new: sp_pb2.ModelProto, n
                  command: str) -> str:
     """The README section that says this folder is its parent with a new normalizer."""
     known = ("characters it has no piece for" if normalizer["traditional_to_simplified"] == "unknown"
-             else "characters, also those it has pieces for (their ids change in Korean Hanja)")
+             else "characters, also those it has pieces for (Korean Hanja, whose ids change),")
     return f"""## Normalizer version {normalizer['version']}: Traditional Chinese read as Simplified
 
 This folder is `{source}` with a new normalizer and nothing else changed: the same {len(new.pieces):,} pieces and
