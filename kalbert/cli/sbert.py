@@ -174,10 +174,11 @@ def _widen(args: argparse.Namespace) -> int:
     from kalbert.sentence.widen import widen_model
 
     out = widen_model(config_from_args(args), overwrite=args.overwrite)
-    stage = read_meta(out)["stages"][-1]
+    meta = read_meta(out)
+    stage = meta["stages"][-1]
     print(f"widened sentence model: {out} ({stage['parameters']:,} parameters; the teacher's word-embedding variance "
           f"kept {stage['variance_kept']['before']:.1%} -> {stage['variance_kept']['after']:.1%})")
-    for metric in read_meta(out)["metrics"]:
+    for metric in meta["metrics"]:
         if metric["stage"] == "widen":
             print(f"  {metric['data']} {metric['metric']}: {metric['value']:.4f}")
     return 0

@@ -6,6 +6,7 @@ need these and would otherwise import each other.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,8 +25,6 @@ def is_sentence_model(path: str | Path) -> bool:
 
 def drop_derived_files(folder: Path) -> None:
     """Remove the ONNX exports and training log of a copied folder whose weights are about to be replaced."""
-    import shutil
-
     for name in DERIVED:
         path = folder / name
         if path.is_dir():
