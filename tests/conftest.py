@@ -194,3 +194,18 @@ def tiny_qa_data(tiny_data_root, tmp_path, monkeypatch):
     target.write_text(json.dumps({"version": "test", "data": articles}, ensure_ascii=False), encoding="utf-8")
     monkeypatch.setenv("KALBERT_DATA", str(root))
     return root
+
+
+BOOLQ_ROWS = [("1", "서울은 한국의 수도이다.", "서울은 한국의 수도인가?", "True"),
+              ("2", "부산에는 큰 항구가 있다.", "부산에는 항구가 없다.", "False")]
+"""(ID, Text, Question, Answer) of the tiny KoBEST BoolQ train file: a yes and a no question"""
+
+
+@pytest.fixture
+def tiny_boolq_rows(tiny_qa_data) -> list[tuple[str, str, str, str]]:
+    """The tiny QA data root plus a two-row KoBEST BoolQ train file; returns its rows (:data:`BOOLQ_ROWS`)."""
+    target = tiny_qa_data / get_spec("kobest-boolq").splits["train"][0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["ID\tText\tQuestion\tAnswer", *("\t".join(row) for row in BOOLQ_ROWS)]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return BOOLQ_ROWS

@@ -21,7 +21,9 @@ from kalbert.data.loaders import (
     load_parallel,
     load_qa,
     load_qa_triplets,
+    load_question_passages,
     load_sts,
+    trains_as,
 )
 from kalbert.data.registry import (
     DATASETS,
@@ -41,6 +43,6 @@ __all__ = [
     "BLANK", "DATASETS", "KINDS", "NLI_LABELS", "QA_CARVES", "article_parts", "assert_trainable", "BoolQExample",
     "data_path", "data_roots", "DatasetSpec", "describe_datasets", "get_spec", "iter_documents", "LabeledPair",
     "list_datasets", "load_boolq", "load_graded", "load_mc", "load_mc_file", "load_nli", "load_nli_triplets",
-    "load_qa_triplets", "load_pairs", "load_parallel", "load_qa", "load_sts", "MCExample", "NLIPair", "ParallelSet",
-    "parse_ref", "QAExample", "resolve_sources", "STSPair", "training_split",
+    "load_qa_triplets", "load_question_passages", "load_pairs", "load_parallel", "load_qa", "load_sts", "MCExample",
+    "NLIPair", "ParallelSet", "parse_ref", "QAExample", "resolve_sources", "STSPair", "trains_as", "training_split",
 ]

@@ -376,6 +376,26 @@ def load_qa_triplets(name: str, split: str, root: str | Path | None = None) -> l
     return rows
 
 
+QUESTION_PASSAGE_PAIRS = ("kobest-boolq",)
+"""pair sets that also train as question -> passage rows: every BoolQ question, answered yes or no, is about its
+passage (Korean Wikipedia), the topic match retrieval needs"""
+
+
+def trains_as(name: str) -> str:
+    """The kind a registered set trains as: BoolQ as question -> passage rows (``qa``), every other set as its
+    registry kind."""
+    return "qa" if name in QUESTION_PASSAGE_PAIRS else get_spec(name).kind
+
+
+def load_question_passages(name: str, split: str, root: str | Path | None = None
+                           ) -> list[tuple[str, str, str | None]]:
+    """(question, its passage, a hard negative or None) rows of a question -> passage set: a QA split's
+    (:func:`load_qa_triplets`) or, for BoolQ, each question with its passage and no negative."""
+    if name in QUESTION_PASSAGE_PAIRS:
+        return [(example.question, example.passage, None) for example in load_boolq(name, split, root)]
+    return load_qa_triplets(name, split, root)
+
+
 def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:
     """Multiple-choice examples (COPA, HellaSwag, C3, CHID, XCOPA; BoolQ as no/yes) with a 0-based answer index."""
     return _load(name, split, root, _MC_READERS, "load_mc")

@@ -8,7 +8,8 @@ a paraphrase set's pairs, non-paraphrases included, train like graded pairs scor
 graded-pair TSV file (``kalbert sbert mine`` writes them) trains like a graded set if no evaluation
 sentence is in it. QA sets (KorQuAD, CMRC 2018, DRCD train articles) add (question, paragraph, the next
 paragraph of its article, or the paragraph a teacher picks with ``negative_miner``: :mod:`kalbert.sentence.negatives`)
-rows with in-batch negatives, encoded with the model's query and document prompts.
+rows with in-batch negatives, encoded with the model's query and document prompts; KoBEST BoolQ's questions train
+the same way, each with its passage (yes and no questions alike: both are about it).
 Every epoch (or ``eval_steps``) the model is scored on the named dev splits (STS Spearman, or nDCG@10 on a QA
 set's val articles), checked for collapse, and the best-scoring weights are what is saved.
 """
@@ -22,7 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from kalbert.artifact import Kind, folder_languages, read_meta
-from kalbert.data import get_spec, load_graded, load_nli_triplets, load_pairs, load_qa_triplets, training_split
+from kalbert.data import (
+    get_spec,
+    load_graded,
+    load_nli_triplets,
+    load_pairs,
+    load_question_passages,
+    training_split,
+    trains_as,
+)
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
@@ -110,7 +119,7 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
     if kind == "pairs":
         groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
-        triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
+        triplets = load_question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
         if kind == "qa" and miner is not None:
             triplets = miner(triplets, get_spec(name).lang)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
@@ -137,7 +146,7 @@ def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | 
                 mini_batch_size: int | None = None, scores: TeacherScores | None = None) -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
-        kind = "sts" if split == FILE else get_spec(name).kind
+        kind = "sts" if split == FILE else trains_as(name)
         if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
             tasks.append(_graded_task(model, name, split, loss, limit))
         else:

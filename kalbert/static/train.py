@@ -42,9 +42,10 @@ from kalbert.data import (
     load_graded,
     load_nli_triplets,
     load_parallel,
-    load_qa_triplets,
+    load_question_passages,
     parse_ref,
     training_split,
+    trains_as,
 )
 from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
@@ -205,8 +206,8 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
             pairs = translation_pairs(name, languages)
         else:
             name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
-            if (kind := get_spec(name).kind) in ("nli", "qa"):
-                triplets = load_qa_triplets(name, split) if kind == "qa" else load_nli_triplets(name, split)
+            if (kind := trains_as(name)) in ("nli", "qa"):
+                triplets = load_question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
                 if kind == "qa" and miner is not None:
                     triplets = miner(triplets, get_spec(name).lang)
                 pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],

@@ -94,6 +94,14 @@ def test_qa_questions_train_against_their_paragraph_with_prompts(tiny_sbert, tin
         ("korsts:dev", "spearman_cosine"), ("korquad:val", "ndcg_at_10")}
 
 
+def test_boolq_questions_train_against_their_passage_yes_or_no(tiny_sbert, tiny_boolq_rows):
+    model = load_sentence_model(tiny_sbert)
+    for pair_loss in ("mnrl", "graded"):  # a question -> passage set whatever the pair loss
+        (task,) = build_tasks(model, [("kobest-boolq", "train")], "cosent", limit=None, pair_loss=pair_loss)
+        assert task.name == "kobest-boolq:train/2" and task.prompt_names == ("query", "document")
+        assert task.columns == [[q for _, _, q, _ in tiny_boolq_rows], [p for _, p, _, _ in tiny_boolq_rows]]
+
+
 def test_qa_test_articles_are_never_trained_on(tiny_sbert, tiny_qa_data, tmp_path):
     with pytest.raises(KalbertError, match="korquad:test is an evaluation split"):
         train_sts(STSConfig(model=str(tiny_sbert), out=str(tmp_path / "x"), train=["korquad:test"]))

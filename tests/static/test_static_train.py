@@ -126,6 +126,13 @@ def test_qa_sets_train_questions_against_their_paragraph_and_val_articles_pick(s
                              out=str(tmp_path / "refused")))
 
 
+def test_boolq_questions_train_against_their_passage(tiny_boolq_rows):
+    (pairs,) = pair_sets(["kobest-boolq"], [], ["ko"])
+    assert pairs.label == "kobest-boolq:train"
+    assert pairs.anchors == [question for _, _, question, _ in tiny_boolq_rows]
+    assert pairs.positives == [passage for _, passage, _, _ in tiny_boolq_rows]
+
+
 def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, teacher, tiny_qa_data, tmp_path):
     out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
                                   negative_miner=str(teacher), negative_margin=1.0, sts_epochs=1, batch_size=4))
