@@ -209,3 +209,23 @@ def tiny_boolq_rows(tiny_qa_data) -> list[tuple[str, str, str, str]]:
     lines = ["ID\tText\tQuestion\tAnswer", *("\t".join(row) for row in BOOLQ_ROWS)]
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return BOOLQ_ROWS
+
+
+CORPUS_DOCUMENTS = [  # two paragraphs of three sentences and one of two, too few to make a row
+    ["고양이는 사람과 함께 사는 작은 동물이다. 고양이는 밤에 쥐를 잡는 데 아주 뛰어나다. 고양이는 하루의 절반 넘게 "
+     "잠을 자며 지낸다.",
+     "이 문단은 문장이 둘뿐이라서 질문과 나머지 문단으로 나눌 수 없으므로 학습 자료에서 빠진다. 두 번째 "
+     "문장도 길게 써서 문단 전체가 육십사 글자를 넘도록 만들었다."],
+    ["부산은 한국 남쪽 바다에 있는 큰 항구 도시이다. 부산에는 해마다 국제 영화제가 열린다. 부산의 바닷가에는 여름마다 "
+     "사람들이 많이 모인다."],
+]
+
+
+@pytest.fixture
+def tiny_corpus(tiny_qa_data) -> list[list[str]]:
+    """The tiny QA data root plus a kowiki file of :data:`CORPUS_DOCUMENTS`; returns them."""
+    target = tiny_qa_data / get_spec("kowiki").splits["all"][0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(target, "wt", encoding="utf-8") as handle:
+        handle.write("\n\n".join("\n".join(document) for document in CORPUS_DOCUMENTS) + "\n")
+    return CORPUS_DOCUMENTS

@@ -277,7 +277,7 @@ def training_split(ref: str, kinds: tuple[str, ...], flag: str, eval_refs: list[
     if spec.kind not in kinds:
         raise KalbertError(f"'{name}' is a {spec.kind} data set; {flag} takes {' or '.join(kinds)} sets",
                            "e.g. korsts, stsb-zh, afqmc")
-    split = split or ("train" if "train" in spec.splits else None)
+    split = split or ("train" if "train" in spec.splits else "all" if spec.kind == "corpus" else None)
     if split is None:
         raise KalbertError(f"'{name}' has no train split", f"name one: {', '.join(spec.splits)}")
     assert_trainable(name, split)

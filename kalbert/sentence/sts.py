@@ -28,7 +28,6 @@ from kalbert.data import (
     load_graded,
     load_nli_triplets,
     load_pairs,
-    load_question_passages,
     training_split,
     trains_as,
 )
@@ -43,6 +42,7 @@ from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs, evaluate_sts, parse_sts_ref
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
+from kalbert.sentence.inverse_cloze import question_passages
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.sentence.negatives import NegativeMiner
 from kalbert.sentence.score_distill import ScoreDistillLoss, TeacherScores
@@ -51,7 +51,7 @@ from kalbert.training import FitResult, RunFolder
 from kalbert.verbs import command_for
 
 log = logging.getLogger(__name__)
-TRAINABLE_KINDS = ("sts", "nli", "pairs", "qa")
+TRAINABLE_KINDS = ("sts", "nli", "pairs", "qa", "corpus")
 PROBE_SENTENCES = 256
 FILE = "file"
 """the split of a --train entry that is a graded-pair file, not a registered data set"""
@@ -119,7 +119,7 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
     if kind == "pairs":
         groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
-        triplets = load_question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
+        triplets = question_passages(name, split, limit) if kind == "qa" else load_nli_triplets(name, split)
         if kind == "qa" and miner is not None:
             triplets = miner(triplets, get_spec(name).lang)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}

@@ -28,9 +28,9 @@ class StaticTrainConfig:
     sts: list[str] = field(default_factory=list)
     """Pair sets trained after the corpus stage: STS and paraphrase sets and graded-pair TSV files (`kalbert
     sbert mine`) with CoSENT; NLI sets (e.g. ocnli, kornli:dev), QA sets (korquad, cmrc2018, drcd: each train
-    question against its paragraph; kobest-boolq: each question against its passage) and parallel sets (e.g.
-    parallel-stsb-train) with in-batch negatives (default split train; evaluation splits such as korsts:test are
-    refused)."""
+    question against its paragraph; kobest-boolq: each question against its passage; a corpus such as kowiki:
+    2,000 sentences against the rest of their paragraph) and parallel sets (e.g. parallel-stsb-train) with
+    in-batch negatives (default split train; evaluation splits such as korsts:test are refused)."""
     negative_miner: str | None = None
     """Teacher that picks each QA question's hard negative among the split's paragraphs, as ``kalbert sbert sts
     --negative-miner`` does (e.g. multilingual-e5-small); None: the next paragraph of the same article."""

@@ -42,7 +42,6 @@ from kalbert.data import (
     load_graded,
     load_nli_triplets,
     load_parallel,
-    load_question_passages,
     parse_ref,
     training_split,
     trains_as,
@@ -53,6 +52,7 @@ from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage
 from kalbert.sentence.evaluate import dev_metric
+from kalbert.sentence.inverse_cloze import question_passages
 from kalbert.sentence.negatives import NegativeMiner
 from kalbert.sentence.score_distill import TeacherScores, score_kl
 from kalbert.stage import artifact_folder
@@ -70,7 +70,7 @@ COSENT_SCALE = 20.0
 RANKING_SCALE = 30.0
 """the in-batch-negative logits' scale: in a prototype of the shipped model's pair stage 30 beat
 sentence-transformers' 20 (dev mean 81.78 against 81.64)"""
-PAIR_KINDS = ("sts", "pairs", "nli", "qa", "parallel")
+PAIR_KINDS = ("sts", "pairs", "nli", "qa", "parallel", "corpus")
 STAGES = ("corpus", "pairs")
 """the stages a run trains in turn, each with its own checkpoint in OUT.partial/"""
 
@@ -207,7 +207,7 @@ def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
         else:
             name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
             if (kind := trains_as(name)) in ("nli", "qa"):
-                triplets = load_question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
+                triplets = question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
                 if kind == "qa" and miner is not None:
                     triplets = miner(triplets, get_spec(name).lang)
                 pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],

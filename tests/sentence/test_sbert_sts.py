@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from kalbert.data import load_qa
+from kalbert.data import load_qa, training_split
 from kalbert.errors import KalbertError
 from kalbert.sentence import load_sentence_model
 from kalbert.sentence.config import STSConfig
 from kalbert.sentence.evaluate import evaluate_sts, retrieval_evaluator
-from kalbert.sentence.sts import build_tasks, summary, train_sts
+from kalbert.sentence.sts import TRAINABLE_KINDS, build_tasks, summary, train_sts
+from kalbert.text.sentences import split_sentences
 from kalbert.training import LoopConfig
 
 
@@ -100,6 +101,20 @@ def test_boolq_questions_train_against_their_passage_yes_or_no(tiny_sbert, tiny_
         (task,) = build_tasks(model, [("kobest-boolq", "train")], "cosent", limit=None, pair_loss=pair_loss)
         assert task.name == "kobest-boolq:train/2" and task.prompt_names == ("query", "document")
         assert task.columns == [[q for _, _, q, _ in tiny_boolq_rows], [p for _, p, _, _ in tiny_boolq_rows]]
+
+
+def test_a_corpus_trains_each_sentence_against_the_rest_of_its_paragraph(tiny_sbert, tiny_corpus):
+    assert training_split("kowiki", TRAINABLE_KINDS, "--train", []) == ("kowiki", "all")
+    model = load_sentence_model(tiny_sbert)
+    (task,) = build_tasks(model, [("kowiki", "all")], "cosent", limit=None)
+    assert task.name == "kowiki:all/2" and task.prompt_names == ("query", "document")
+    long_paragraphs = {tiny_corpus[0][0], tiny_corpus[1][0]}  # the three-sentence ones
+    assert len(task.columns[0]) == 2
+    for query, passage in zip(*task.columns, strict=True):
+        assert query not in passage
+        assert {p for p in long_paragraphs if query in p and all(s in p for s in split_sentences(passage))}
+    (capped,) = build_tasks(model, [("kowiki", "all")], "cosent", limit=1)
+    assert len(capped.columns[0]) == 1
 
 
 def test_qa_test_articles_are_never_trained_on(tiny_sbert, tiny_qa_data, tmp_path):

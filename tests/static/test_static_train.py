@@ -133,6 +133,12 @@ def test_boolq_questions_train_against_their_passage(tiny_boolq_rows):
     assert pairs.positives == [passage for _, passage, _, _ in tiny_boolq_rows]
 
 
+def test_a_corpus_trains_its_sentences_against_the_rest_of_their_paragraph(tiny_corpus):
+    (pairs,) = pair_sets(["kowiki"], [], ["ko"])
+    assert pairs.label == "kowiki:all" and len(pairs.anchors) == 2
+    assert all(a not in p for a, p in zip(pairs.anchors, pairs.positives, strict=True))
+
+
 def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, teacher, tiny_qa_data, tmp_path):
     out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
                                   negative_miner=str(teacher), negative_margin=1.0, sts_epochs=1, batch_size=4))

@@ -1,0 +1,58 @@
+"""Question -> passage rows from a plain corpus: one sentence of a paragraph finds the rest of it (inverse cloze).
+
+The QA sets teach retrieval on a few thousand articles, and a student trained on them ranks its training articles
+above its teacher and new ones well under it. A corpus has hundreds of thousands of paragraphs from other articles:
+taking one sentence out of a paragraph as the query and the paragraph without it as the passage (Lee et al.'s
+inverse cloze task, 2019) makes question -> passage rows on any of them, with no labelling. The sentence is taken
+out so that the row is found by what the paragraph is about, not by copying it. Paragraphs are sampled as corpus
+distillation samples them (:func:`kalbert.teachers.corpus.sample_sentences`): no evaluation sentence, and no
+document that holds an evaluation passage.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kalbert.data import get_spec, load_question_passages
+from kalbert.errors import KalbertError
+from kalbert.teachers.corpus import sample_sentences
+from kalbert.text.sentences import split_sentences
+
+INVERSE_CLOZE_ROWS = 2000
+"""rows a corpus gives when no --max-rows caps it (every paragraph of kowiki would take the teacher ten hours)"""
+MIN_SENTENCES = 3
+"""sentences a paragraph needs: the query, and at least two left for the passage to be about something"""
+QUERY_CHARS = (10, 200)
+"""lengths a query sentence may have: one that says something, not a heading or a whole paragraph"""
+
+
+def inverse_cloze_rows(name: str, max_rows: int | None = None, seed: int = 13) -> list[tuple[str, str, str | None]]:
+    """Up to ``max_rows`` (default :data:`INVERSE_CLOZE_ROWS`) (sentence, the rest of its paragraph, None) rows
+    of corpus ``name``, the same for the same corpus file and seed."""
+    if get_spec(name).kind != "corpus":
+        raise KalbertError(f"'{name}' is not a corpus", "inverse cloze rows come from corpora, e.g. kowiki")
+    wanted = max_rows or INVERSE_CLOZE_ROWS
+    # twice the rows: short paragraphs of fewer than MIN_SENTENCES sentences are passed over
+    paragraphs = sample_sentences([name], 2 * wanted, seed=seed, unit="paragraph").all()
+    rng, rows = random.Random(f"{seed}-{name}-query"), []
+    for paragraph in paragraphs:
+        sentences = split_sentences(paragraph)
+        places = [i for i, s in enumerate(sentences) if QUERY_CHARS[0] <= len(s) <= QUERY_CHARS[1]]
+        if len(sentences) < MIN_SENTENCES or not places:
+            continue
+        place = rng.choice(places)
+        rows.append((sentences[place], " ".join(sentences[:place] + sentences[place + 1:]), None))
+        if len(rows) == wanted:
+            break
+    if not rows:
+        raise KalbertError(f"corpus '{name}' has no paragraph of {MIN_SENTENCES} sentences or more",
+                           "train on a corpus of paragraphs, one per line")
+    return rows
+
+
+def question_passages(name: str, split: str, max_rows: int | None = None) -> list[tuple[str, str, str | None]]:
+    """(question, its passage, a hard negative or None) rows of a set that trains as question -> passage search:
+    a corpus's inverse cloze rows (up to ``max_rows``), else :func:`kalbert.data.load_question_passages`."""
+    if get_spec(name).kind == "corpus":
+        return inverse_cloze_rows(name, max_rows)
+    return load_question_passages(name, split)
