@@ -17,6 +17,7 @@ STSLoss = Literal["cosent", "angle", "cosine"]
 PairLoss = Literal["mnrl", "graded"]
 DistillLoss = Literal["similarity", "mse", "infonce"]
 OnCollapse = Literal["stop", "warn"]
+CorpusRows = Literal["inverse-cloze", "cloze-questions"]
 TEACHER_TRAIN = ("korsts", "stsb-zh", "cnsd-stsb", "afqmc", "kornli:dev")
 """graded STS (CoSENT) and paraphrase / NLI pairs (in-batch negatives); KorNLI dev is never reported"""
 TEACHER_DEV = ("korsts:dev", "stsb-zh:dev", "cnsd-stsb:dev")
@@ -76,6 +77,10 @@ class STSConfig:
     """Tokens per sentence; longer sentences are truncated."""
     max_rows: int | None = None
     """Use at most this many rows of each training set (None: all)."""
+    corpus_rows: CorpusRows = "inverse-cloze"
+    """How a corpus in ``train`` becomes question -> passage rows: inverse-cloze (a sentence against the rest of its
+    paragraph) or cloze-questions (a sentence with one of its names or numbers asked for, against its whole
+    paragraph, another paragraph of the same document as its hard negative, as the QA sets are built)."""
     freeze_word_embeddings: bool = False
     """Keep the token embedding matrix as it is: tokens the training sets never show stay aligned across
     languages (multilingual teachers), and the optimiser skips most of a large-vocabulary model."""

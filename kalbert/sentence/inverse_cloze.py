@@ -5,17 +5,19 @@ above its teacher and new ones well under it. A corpus has hundreds of thousands
 taking one sentence out of a paragraph as the query and the paragraph without it as the passage (Lee et al.'s
 inverse cloze task, 2019) makes question -> passage rows on any of them, with no labelling. The sentence is taken
 out so that the row is found by what the paragraph is about, not by copying it. Paragraphs are sampled as corpus
-distillation samples them (:func:`kalbert.teachers.corpus.sample_sentences`): no evaluation sentence, and no
-document that holds an evaluation passage.
+distillation samples them (:func:`kalbert.teachers.corpus.cached_sample`, stored beside the teacher-embedding
+cache, so a rerun does not read the whole corpus again): no evaluation sentence, and no document that holds an
+evaluation passage.
 """
 
 from __future__ import annotations
 
 import random
 
-from kalbert.data import get_spec, load_question_passages
+from kalbert.data import get_spec
 from kalbert.errors import KalbertError
-from kalbert.teachers.corpus import sample_sentences
+from kalbert.teachers.cache import default_cache_dir
+from kalbert.teachers.corpus import cached_sample
 from kalbert.text.sentences import split_sentences
 
 INVERSE_CLOZE_ROWS = 2000
@@ -33,7 +35,7 @@ def inverse_cloze_rows(name: str, max_rows: int | None = None, seed: int = 13) -
         raise KalbertError(f"'{name}' is not a corpus", "inverse cloze rows come from corpora, e.g. kowiki")
     wanted = max_rows or INVERSE_CLOZE_ROWS
     # twice the rows: short paragraphs of fewer than MIN_SENTENCES sentences are passed over
-    paragraphs = sample_sentences([name], 2 * wanted, seed=seed, unit="paragraph").all()
+    paragraphs = cached_sample([name], 2 * wanted, default_cache_dir() / "samples", seed, unit="paragraph").all()
     rng, rows = random.Random(f"{seed}-{name}-query"), []
     for paragraph in paragraphs:
         sentences = split_sentences(paragraph)
@@ -48,11 +50,3 @@ def inverse_cloze_rows(name: str, max_rows: int | None = None, seed: int = 13) -
         raise KalbertError(f"corpus '{name}' has no paragraph of {MIN_SENTENCES} sentences or more",
                            "train on a corpus of paragraphs, one per line")
     return rows
-
-
-def question_passages(name: str, split: str, max_rows: int | None = None) -> list[tuple[str, str, str | None]]:
-    """(question, its passage, a hard negative or None) rows of a set that trains as question -> passage search:
-    a corpus's inverse cloze rows (up to ``max_rows``), else :func:`kalbert.data.load_question_passages`."""
-    if get_spec(name).kind == "corpus":
-        return inverse_cloze_rows(name, max_rows)
-    return load_question_passages(name, split)

@@ -37,12 +37,12 @@ from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
 from kalbert.sentence.collapse import ADVICE
-from kalbert.sentence.config import PairLoss, STSConfig, STSLoss
+from kalbert.sentence.config import CorpusRows, PairLoss, STSConfig, STSLoss
+from kalbert.sentence.corpus_questions import question_passages
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs, evaluate_sts, parse_sts_ref
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
 from kalbert.sentence.folder import is_sentence_model
-from kalbert.sentence.inverse_cloze import question_passages
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.sentence.negatives import NegativeMiner
 from kalbert.sentence.score_distill import ScoreDistillLoss, TeacherScores
@@ -105,7 +105,8 @@ def _graded_task(model, name: str, split: str, loss_name: STSLoss, limit: int | 
 
 def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
                    miner: NegativeMiner | None = None, mini_batch_size: int | None = None,
-                   scores: TeacherScores | None = None) -> list[TrainTask]:
+                   scores: TeacherScores | None = None,
+                   corpus_rows: CorpusRows = "inverse-cloze") -> list[TrainTask]:
     """NLI: (premise, entailed, contradicted) triplets, else (premise, entailed); pairs: positives only; QA:
     (question, its paragraph, a neighbouring paragraph or the ``miner``'s negative), encoded with the query and
     document prompts, and labelled with the ``scores`` teacher's vectors when given (:class:`ScoreDistillLoss`);
@@ -119,7 +120,8 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
     if kind == "pairs":
         groups = {2: [(p.sentence1, p.sentence2) for p in load_pairs(name, split) if p.label == 1]}
     else:
-        triplets = question_passages(name, split, limit) if kind == "qa" else load_nli_triplets(name, split)
+        triplets = (question_passages(name, split, limit, corpus_rows) if kind == "qa"
+                    else load_nli_triplets(name, split))
         if kind == "qa" and miner is not None:
             triplets = miner(triplets, get_spec(name).lang)
         groups = {2: [(a, p) for a, p, n in triplets if n is None], 3: [t for t in triplets if t[2] is not None]}
@@ -143,14 +145,15 @@ def _ranking_tasks(model, name: str, split: str, kind: str, limit: int | None,
 
 def build_tasks(model, refs: list[tuple[str, str]], loss: STSLoss, limit: int | None,
                 pair_loss: PairLoss = "mnrl", miner: NegativeMiner | None = None,
-                mini_batch_size: int | None = None, scores: TeacherScores | None = None) -> list[TrainTask]:
+                mini_batch_size: int | None = None, scores: TeacherScores | None = None,
+                corpus_rows: CorpusRows = "inverse-cloze") -> list[TrainTask]:
     tasks: list[TrainTask] = []
     for name, split in refs:
         kind = "sts" if split == FILE else trains_as(name)
         if kind == "sts" or (kind == "pairs" and pair_loss == "graded"):
             tasks.append(_graded_task(model, name, split, loss, limit))
         else:
-            tasks += _ranking_tasks(model, name, split, kind, limit, miner, mini_batch_size, scores)
+            tasks += _ranking_tasks(model, name, split, kind, limit, miner, mini_batch_size, scores, corpus_rows)
     return tasks
 
 
@@ -180,7 +183,7 @@ def train_sts(config: STSConfig, overwrite: bool = False) -> STSResult:
     scores = (TeacherScores(config.score_teacher, config.score_temperature, config.loop.batch_size)
               if config.score_teacher else None)
     tasks = build_tasks(model, refs, config.loss, config.max_rows, config.pair_loss, miner, config.mini_batch_size,
-                        scores)
+                        scores, config.corpus_rows)
     evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 

@@ -51,8 +51,8 @@ from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage
+from kalbert.sentence.corpus_questions import question_passages
 from kalbert.sentence.evaluate import dev_metric
-from kalbert.sentence.inverse_cloze import question_passages
 from kalbert.sentence.negatives import NegativeMiner
 from kalbert.sentence.score_distill import TeacherScores, score_kl
 from kalbert.stage import artifact_folder

@@ -40,7 +40,8 @@ PACKAGES = ("python-mecab-ko", "python-mecab-ko-dic", "jieba")
 
 
 @cache
-def _mecab():
+def mecab_tagger() -> Any:
+    """python-mecab-ko's tagger, loaded once, with a one-line error for a missing package or dictionary."""
     try:
         import mecab
 
@@ -53,7 +54,8 @@ def _mecab():
 
 
 @cache
-def _jieba():
+def jieba_tokenizer() -> Any:
+    """jieba's tokenizer, loaded once, quiet."""
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -63,9 +65,9 @@ def _jieba():
 def lexical_tokens(text: str) -> list[str]:
     """``text`` as lowercased mecab-ko morphemes (mostly Hangul) or jieba words (mostly Han), punctuation dropped."""
     if len(_HANGUL.findall(text)) >= len(_HAN.findall(text)):
-        pieces = _mecab().morphs(text)
+        pieces = mecab_tagger().morphs(text)
     else:
-        pieces = _jieba().lcut(text, HMM=True)
+        pieces = jieba_tokenizer().lcut(text, HMM=True)
     return [token.lower() for piece in pieces for token in _WORD.findall(piece)]
 
 

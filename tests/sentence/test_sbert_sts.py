@@ -117,6 +117,28 @@ def test_a_corpus_trains_each_sentence_against_the_rest_of_its_paragraph(tiny_sb
     assert len(capped.columns[0]) == 1
 
 
+def test_inverse_cloze_rows_read_the_corpus_once(tiny_corpus, tmp_path, monkeypatch):
+    from kalbert.sentence.inverse_cloze import inverse_cloze_rows
+    from kalbert.teachers import corpus
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    reads = []
+    sample = corpus.sample_sentences
+    monkeypatch.setattr(corpus, "sample_sentences", lambda *a, **k: reads.append(a) or sample(*a, **k))
+    first = inverse_cloze_rows("kowiki")
+    assert inverse_cloze_rows("kowiki") == first and len(reads) == 1
+
+
+def test_cloze_questions_ask_about_a_paragraph_against_its_sibling(tiny_sbert, tiny_corpus):
+    model = load_sentence_model(tiny_sbert)
+    (task,) = build_tasks(model, [("kowiki", "all")], "cosent", limit=None, corpus_rows="cloze-questions")
+    first, second = tiny_corpus[0]  # the one document of two paragraphs
+    assert task.name == "kowiki:all/3" and task.prompt_names == ("query", "document", "document")
+    assert sorted(zip(*task.columns[1:], strict=True)) == sorted([(first, second), (second, first)])
+    for question, paragraph in zip(*task.columns[:2], strict=True):
+        assert question.endswith("?") and ("무엇" in question or "몇 " in question) and question not in paragraph
+
+
 def test_qa_test_articles_are_never_trained_on(tiny_sbert, tiny_qa_data, tmp_path):
     with pytest.raises(KalbertError, match="korquad:test is an evaluation split"):
         train_sts(STSConfig(model=str(tiny_sbert), out=str(tmp_path / "x"), train=["korquad:test"]))

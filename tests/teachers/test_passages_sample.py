@@ -14,7 +14,7 @@ import pytest
 from kalbert.data import data_path, iter_documents, load_sts
 from kalbert.errors import KalbertError
 from kalbert.teachers.backends import load_teacher, with_prompt
-from kalbert.teachers.corpus import CHARS, cached_sample, sample_sentences
+from kalbert.teachers.corpus import CHARS, cached_sample, sample_documents, sample_sentences
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 
@@ -34,18 +34,35 @@ def test_paragraphs_are_whole_bounded_and_balanced(ko_corpus, tmp_path):
     assert sample_sentences(sources, 300, seed=3, progress=False, unit="paragraph").all() == sample.all()
 
 
-def test_a_paragraph_holding_a_test_sentence_is_left_out(tmp_path):
+@pytest.fixture
+def leaked_test_sentence() -> str:
+    """A KorSTS test sentence, which no corpus sample may hold."""
     try:
         data_path("korsts", "test")
     except KalbertError as exc:
         pytest.skip(f"shared data missing: {exc}")
-    leaked = load_sts("korsts", "test")[0].sentence1
-    filler = [f"이것은 평범한 말뭉치 문단 {i}번의 첫 문장이다. 시험에 나오지 않는 둘째 문장이 뒤따른다. "
-              "그리고 셋째 문장도 이 문단에 있다." for i in range(20)]
+    return load_sts("korsts", "test")[0].sentence1
+
+
+def _filler(count: int) -> list[str]:
+    return [f"이것은 평범한 말뭉치 문단 {i}번의 첫 문장이다. 시험에 나오지 않는 둘째 문장이 뒤따른다. "
+            "그리고 셋째 문장도 이 문단에 있다." for i in range(count)]
+
+
+def test_a_paragraph_holding_a_test_sentence_is_left_out(tmp_path, leaked_test_sentence):
+    leaked, filler = leaked_test_sentence, _filler(20)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join([f"{filler[0]} {leaked}", *filler[1:]]) + "\n", encoding="utf-8")
     sample = sample_sentences([str(corpus)], 100, progress=False, unit="paragraph")
     assert sample.heldout_dropped == 1 and sorted(sample.all()) == sorted(filler[1:])
+
+
+def test_documents_keep_two_eligible_paragraphs_or_are_left_out(tmp_path, leaked_test_sentence):
+    leaked, filler = leaked_test_sentence, _filler(5)
+    documents = [[filler[0], f"{filler[1]} {leaked}"], [filler[2], "짧은 줄", filler[3]], [filler[4]]]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(d) for d in documents) + "\n", encoding="utf-8")
+    assert sample_documents(str(corpus), 10, progress=False) == [[filler[2], filler[3]]]
 
 
 def test_paragraph_samples_are_cached_apart_from_sentence_samples(ko_corpus, tmp_path):
