@@ -39,7 +39,7 @@ def cloze_question_rows(name: str, max_rows: int | None = None, seed: int = 13) 
         questions = ((q, p) for p in rng.sample(paragraphs, len(paragraphs)) if (q := _question(p, spec.lang, rng)))
         asked = list(itertools.islice(questions, 2))
         if len(asked) == 2:
-            (first, first_paragraph), (second, second_paragraph) = asked[:2]
+            (first, first_paragraph), (second, second_paragraph) = asked
             rows += [(first, first_paragraph, second_paragraph), (second, second_paragraph, first_paragraph)]
         if len(rows) >= wanted:
             break
