@@ -383,7 +383,7 @@ passage (Korean Wikipedia), the topic match retrieval needs"""
 
 def trains_as(name: str) -> str:
     """The kind a registered set trains as: BoolQ and the corpora as question -> passage rows (``qa``; a corpus's
-    are inverse cloze rows, :mod:`kalbert.sentence.inverse_cloze`), every other set as its registry kind."""
+    are made by :mod:`kalbert.sentence.corpus_questions`), every other set as its registry kind."""
     kind = get_spec(name).kind
     return "qa" if name in QUESTION_PASSAGE_PAIRS or kind == "corpus" else kind
 
