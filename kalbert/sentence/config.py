@@ -34,8 +34,8 @@ class STSConfig:
     """Output sentence-model folder (the best evaluated checkpoint)."""
     train: list[str] = field(default_factory=lambda: ["korsts:train"])
     """Training sets: STS (graded), NLI, paraphrase-pair or QA names (a QA set trains question -> paragraph
-    search on its train articles; kobest-boolq too; a corpus such as kowiki, rows made as ``corpus_rows`` says,
-    --max-rows of them or 2,000), split after ':' (default: train), or graded-pair TSV files
+    search on its train articles; kobest-boolq too; a corpus such as kowiki, ``corpus_rows`` rows, --max-rows of
+    them or 2,000), split after ':' (default: train), or graded-pair TSV files
     (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
     eval: str | list[str] = "korsts:dev"
     """Dev split that picks the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
