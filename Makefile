@@ -26,4 +26,4 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check kalbert tests benchmarks
+	$(BIN)/ruff check kalbert tests benchmarks experiments

@@ -27,6 +27,7 @@ from kalbert.data import load_qa
 from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.tasks.qa import QAModel
+from kalbert.weights import weights_sha256
 
 RESULTS = Path(__file__).parent / "results"
 NAME = "qa_predict_speed"
@@ -100,7 +101,8 @@ def main() -> None:
                 times[name].append(_ms_per_question(answer, items))
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         best = {name: min(values) for name, values in times.items()}
-        rows.append({"model": str(folder), "layers": config["num_hidden_layers"], "hidden": config["hidden_size"],
+        rows.append({"model": str(folder), "weights_sha256": weights_sha256(folder),
+                     "layers": config["num_hidden_layers"], "hidden": config["hidden_size"],
                      "ms_per_question": best, "rounds": times,
                      "speedup": best["usual transformers recipe"] / best["kalbert qa predict"]})
     report = {"command": shlex.join([sys.executable.rsplit("/", 1)[-1], *sys.argv]), "questions": len(items),

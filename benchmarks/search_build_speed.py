@@ -27,8 +27,8 @@ from pathlib import Path
 
 from kalbert.hardware import describe_cpu, hardware_block
 from kalbert.io import atomic_write_json, atomic_write_text
+from kalbert.search import Index, SearchBuildConfig, build_index
 from kalbert.search.documents import read_documents
-from kalbert.sentence.search import SearchBuildConfig, SearchIndex, build_index
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -58,7 +58,7 @@ def _build(model: Path, corpus: str, sentences: int, folder: Path) -> dict:
     index = build_index(SearchBuildConfig(corpus=corpus, out=str(folder), model=str(model),
                                           max_passages=sentences))
     seconds = time.perf_counter() - started
-    return {"model": str(model), "sentences": len(SearchIndex(index)), "seconds": round(seconds, 2),
+    return {"model": str(model), "sentences": len(Index(index)), "seconds": round(seconds, 2),
             "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
@@ -78,7 +78,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         corpus, spread = _write_corpus(args.corpus, args.sentences, args.sample, Path(scratch))
         first = _build(args.model[0], str(corpus), args.sentences, Path(scratch) / "first")
-        index = SearchIndex(Path(scratch) / "first")
+        index = Index(Path(scratch) / "first")
         queries = list(islice(_lines(str(corpus)), args.queries))
         index.query(queries[:1], k=10)  # loads the model
         started = time.perf_counter()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kalbert.data import load_sts
 from kalbert.io import atomic_write_json, atomic_write_text
-from kalbert.sentence import SearchBuildConfig, SearchIndex, build_index
+from kalbert.search import Index, SearchBuildConfig, build_index
 
 K = 10
 
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     if not Path(args.index).exists():
         build_index(SearchBuildConfig(model=args.model, corpus="korsts:test", out=args.index))
-    index = SearchIndex(args.index, args.model)
+    index = Index(args.index, args.model)
     pairs = [p for p in load_sts("korsts", "test") if p.score >= args.min_score and p.sentence1 != p.sentence2]
     result = index.query([p.sentence1 for p in pairs], k=K + 1)
     ranks = []

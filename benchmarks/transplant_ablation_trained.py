@@ -44,8 +44,8 @@ from kalbert.pretrain.data import PretrainingData
 from kalbert.pretrain.presets import count_parameters, describe
 from kalbert.pretrain.run_state import config_changes
 from kalbert.pretrain.trainer import MODEL_SUBDIR, pretrain
-from kalbert.sentence.config import STSConfig
-from kalbert.sentence.sts import train_sts
+from kalbert.sentence.config import SentenceTrainConfig
+from kalbert.sentence.train import train_sentence_model
 from kalbert.training import LoopConfig
 from kalbert.transplant import transplant
 
@@ -110,10 +110,10 @@ def _check_pretrained(config: PretrainConfig) -> None:
         raise SystemExit(f"{config.out} was trained with other settings ({'; '.join(changes)}): pass another --work")
 
 
-def _sts_config(args: argparse.Namespace, model: Path, out: Path) -> STSConfig:
+def _sts_config(args: argparse.Namespace, model: Path, out: Path) -> SentenceTrainConfig:
     loop = LoopConfig(epochs=args.sts_epochs, batch_size=STS_BATCH_SIZE, lr=STS_LR, seed=DEFAULT_SEED)
-    return STSConfig(model=str(model), out=str(out), train=["korsts"], eval="korsts:dev", test=["korsts:test"],
-                     pooling="mean", max_seq_length=STS_MAX_LENGTH, loop=loop)
+    return SentenceTrainConfig(model=str(model), out=str(out), train=["korsts"], eval="korsts:dev",
+                               test=["korsts:test"], pooling="mean", max_seq_length=STS_MAX_LENGTH, loop=loop)
 
 
 def _sts_scores(folder: Path) -> dict[str, float]:
@@ -122,16 +122,16 @@ def _sts_scores(folder: Path) -> dict[str, float]:
             if m["stage"] == "sts" and m["metric"] == "spearman_cosine" and m["data"] in STS_REFS}
 
 
-def _sts_done(config: STSConfig) -> bool:
+def _sts_done(config: SentenceTrainConfig) -> bool:
     """True when the output folder holds both scores of a training with exactly this config."""
     stages = [s for s in read_meta(config.out).get("stages", []) if s["stage"] == "sts"]
     same = bool(stages) and stages[-1]["config"] == json.loads(json.dumps(asdict(config)))
     return same and len(_sts_scores(Path(config.out))) == len(STS_REFS)
 
 
-def _sts(config: STSConfig, folder: Path) -> None:
+def _sts(config: SentenceTrainConfig, folder: Path) -> None:
     started = time.perf_counter()
-    train_sts(config, overwrite=True)
+    train_sentence_model(config, overwrite=True)
     seconds = _read_json(folder / SECONDS)
     seconds["sts"] = round(time.perf_counter() - started, 1)
     atomic_write_json(folder / SECONDS, seconds)

@@ -33,6 +33,7 @@ class Kind(StrEnum):
     QA_MODEL = "qa"
     MC_MODEL = "multiple-choice"
     SEARCH_INDEX = "search-index"
+    RERANKER = "reranker"
 
 
 # The command that makes each kind, for "build one with ..." hints.
@@ -41,12 +42,13 @@ MAKERS = {
     Kind.PRETRAINING_DATA: "kalbert data build",
     Kind.PRETRAINING_RUN: "kalbert pretrain",
     Kind.PRETRAINED_MODEL: "kalbert pretrain or kalbert transplant",
-    Kind.SENTENCE_MODEL: "kalbert sbert export|sts|distill",
+    Kind.SENTENCE_MODEL: "kalbert sbert export|train|distill",
     Kind.STATIC_MODEL: "kalbert static distill|train",
     Kind.TEACHER: "kalbert teacher export",
     Kind.QA_MODEL: "kalbert qa train",
     Kind.MC_MODEL: "kalbert mc train",
     Kind.SEARCH_INDEX: "kalbert search build",
+    Kind.RERANKER: "kalbert rerank train",
 }
 
 
@@ -92,6 +94,8 @@ def folder_kind(folder: str | Path) -> str | None:
     kind = read_meta(folder).get("kind")
     if kind:
         return str(kind)
+    if _is_cross_encoder(folder):
+        return Kind.RERANKER
     if (folder / "modules.json").is_file():
         return Kind.SENTENCE_MODEL
     if (folder / "config.json").is_file():
@@ -103,6 +107,16 @@ def folder_kind(folder: str | Path) -> str | None:
         return (Kind.QA_MODEL if "ForQuestionAnswering" in heads else
                 Kind.MC_MODEL if "ForMultipleChoice" in heads else Kind.PRETRAINED_MODEL)
     return Kind.VOCAB if (folder / "spiece.model").is_file() else None
+
+
+def _is_cross_encoder(folder: Path) -> bool:
+    """A sentence-transformers CrossEncoder folder (a reranker made elsewhere): its modules.json makes it look like
+    a sentence model, its config_sentence_transformers.json says otherwise."""
+    try:
+        settings = json.loads((folder / "config_sentence_transformers.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(settings, dict) and settings.get("model_type") == "CrossEncoder"
 
 
 def write_meta(folder: str | Path, meta: dict[str, Any]) -> None:

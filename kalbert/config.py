@@ -1,7 +1,7 @@
 """A stage's config dataclass is its schema: flags, config files and reproducing commands come from it.
 
 Each setting is a dataclass field; its docstring (the string literal under it) is its help. A field
-holding another config dataclass (``STSConfig.loop``) is flattened: its settings are flags and keys
+holding another config dataclass (``SentenceTrainConfig.loop``) is flattened: its settings are flags and keys
 of their own, so setting names are unique within a stage. Config files are YAML (``kalbert/configs/``)
 or any artifact's ``kalbert.json``, so "rerun what made this folder" is ``--config FOLDER/kalbert.json``.
 """
@@ -94,7 +94,6 @@ class Setting:
 # before any work: learning rates and epochs are above 0, shares and probabilities lie in [0, 1], weights and
 # decays are not negative. Integers are positive unless 0 means something (default 0, "0: ..." in the doc, or an
 # index counted from 0).
-_INDICES = {"student_layers"}
 _POSITIVE = {"lr", "epochs", "sts_epochs", "lang_temperature", "sif_a", "decay_power"}
 _SHARES = {"threshold", "max_unknown", "min_cosine", "duplicate_cosine"}
 _SHARE_SUFFIXES = ("_ratio", "_prob", "_fraction", "_share", "_coverage")
@@ -109,7 +108,7 @@ def value_problem(setting: Setting, value: Any) -> str | None:
     if setting.scalar is int:
         if name == "seed":
             return None
-        if setting.default == 0 or name in _INDICES or re.search(r"(?<![\d.])0: ", setting.doc):  # "(0: no check)"
+        if setting.default == 0 or re.search(r"(?<![\d.])0: ", setting.doc):  # "(0: no check)"
             return None if value >= 0 else "0 or a positive integer"
         return None if value > 0 else "a positive integer"
     if not math.isfinite(value):

@@ -153,6 +153,11 @@ TOKENIZER = Folder((Kind.VOCAB, Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL, Kind
                     Kind.QA_MODEL, Kind.MC_MODEL), what="a vocabulary or model folder (with spiece.model)",
                    makers="`kalbert vocab build`")
 """folders with a SentencePiece model"""
+SEARCH_INDEX = Folder((Kind.SEARCH_INDEX,))
+SENTENCE_MODELS = Folder((Kind.SENTENCE_MODEL, Kind.STATIC_MODEL))
+"""what encodes passages and queries: a sentence model or a static one"""
+RERANKER = Folder((Kind.RERANKER,), names=("none",))
+"""a cross-encoder reranker, or none for no reranking"""
 
 INPUTS: dict[str, dict[str, Input]] = {
     "vocab build": {"inputs": Data(), "out": Output()},
@@ -173,8 +178,8 @@ INPUTS: dict[str, dict[str, Input]] = {
     "teacher encode": {"teacher": Teacher(), "corpus": Data()},
     "sbert export": {"model": Folder((Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL)), "tokenizer": TOKENIZER,
                      "eval": Data(selects=True), "out": Output()},
-    "sbert sts": {"model": SENTENCE_START, "train": Data(), "eval": Data(selects=True), "test": Data(),
-                  "negative_miner": Teacher(), "score_teacher": Teacher(), "out": Output()},
+    "sbert train": {"model": SENTENCE_START, "train": Data(), "eval": Data(selects=True), "test": Data(),
+                    "negative_miner": Teacher(), "score_teacher": Teacher(), "out": Output()},
     "sbert distill": {"student": SENTENCE_START, "teacher": Teacher(), "parallel": Data(), "corpus": Data(),
                       "eval": Data(selects=True), "out": Output()},
     "sbert mine": {"teacher": Teacher(), "corpus": Data(), "out": Output("file")},
@@ -192,6 +197,15 @@ INPUTS: dict[str, dict[str, Input]] = {
     "qa predict": {"model": Folder((Kind.QA_MODEL,)), "jsonl": File(), "out": Output("file", needs="jsonl")},
     "qa export": {"model": Folder((Kind.QA_MODEL,)), "out": Output()},
     "qa evaluate": {"model": Folder((Kind.QA_MODEL,)), "out": Output("file")},
+    "search query": {"index": SEARCH_INDEX, "rerank_model": RERANKER, "model": SENTENCE_MODELS},
+    "search add": {"index": SEARCH_INDEX},
+    "search delete": {"index": SEARCH_INDEX},
+    "search compact": {"index": SEARCH_INDEX},
+    "serve": {"index": SEARCH_INDEX, "model": SENTENCE_MODELS, "rerank_model": RERANKER},
+    "rerank train": {"model": ENCODER_START, "train": Data(), "eval": Data(selects=True), "negative_miner": Teacher(),
+                     "out": Output()},
+    "rerank score": {"model": Folder((Kind.RERANKER,)), "input": File(), "out": Output("file")},
+    "rerank export": {"model": Folder((Kind.RERANKER,)), "out": Output()},
 }
 """verb -> setting or argument name -> what it must be"""
 

@@ -17,7 +17,7 @@ from kalbert import hardware
 from kalbert.errors import KalbertError
 
 if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import CrossEncoder, SentenceTransformer
 
 ONNX_DIR = "onnx"
 FP32_FILE = f"{ONNX_DIR}/model.onnx"
@@ -66,9 +66,11 @@ def transformer_dir(folder: Path) -> Path:
     return folder / path
 
 
-def export_fp32_file(model: SentenceTransformer, target: Path) -> None:
+def export_fp32_file(model: SentenceTransformer | CrossEncoder, target: Path, output: str = "last_hidden_state"
+                     ) -> None:
     """``torch.onnx.export`` of the Transformer module with dynamic batch and sequence axes, named the way
-    optimum's ORTModelForFeatureExtraction reads it (tokenizer input names in, ``last_hidden_state`` out).
+    optimum's ORTModelForFeatureExtraction reads it (tokenizer input names in, ``last_hidden_state`` out), or with
+    ``output="logits"`` a CrossEncoder's classifier as ORTModelForSequenceClassification reads it.
 
     Not optimum's own exporter (what ``SentenceTransformer(..., backend="onnx")`` runs when no file exists):
     its model patcher swaps in attention-mask functions written for an older transformers, and tracing ALBERT
@@ -84,7 +86,7 @@ def export_fp32_file(model: SentenceTransformer, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # axis-renaming and pytree deprecation chatter from the exporter
-        torch.onnx.export(network, (), str(target), kwargs=inputs, output_names=["last_hidden_state"],
+        torch.onnx.export(network, (), str(target), kwargs=inputs, output_names=[output],
                           dynamic_shapes={name: {0: batch, 1: sequence} for name in inputs}, dynamo=True,
                           external_data=False, verbose=False)
 

@@ -1,5 +1,6 @@
-"""Rankings from scores, and rankings merged: exact top-k, reciprocal rank fusion and the convex combination of
-normalised scores.
+"""Rankings from scores, rankings merged and rankings scored: exact top-k, reciprocal rank fusion, the convex
+combination of normalised scores, and MTEB's retrieval scores of a ranking (below the benchmark, which reports them,
+and the training verbs that pick checkpoints by them).
 
 All order equal scores by the lower index, so a ranking is a function of the scores alone (never of a
 partial sort's internals) and a benchmark rerun gives the same numbers.
@@ -86,3 +87,32 @@ def convex_fusion(scores: list[np.ndarray], weights: Sequence[float], top: int =
         raise ValueError("the score matrices differ in shape")
     fused = sum(weight * min_max_rows(matrix) for weight, matrix in zip(weights, scores, strict=True))
     return top_k(fused, top)[0]
+
+
+def ranking_metrics(ranked: np.ndarray, gold: np.ndarray | Sequence[Sequence[int]]) -> dict[str, float]:
+    """MTEB's retrieval scores x100; ``ranked[q]`` lists the retrieved items best first (at least 100 of them, or the
+    whole corpus), ``gold[q]`` is the query's one relevant item (an int array) or its relevant items (a list each).
+
+    With one relevant item at 1-based rank r: nDCG@10 = 1/log2(r + 1), MRR@10 = 1/r, recall@k = [r <= k]
+    (0 when r > the cut-off), each averaged over queries. With several: MRR@10 from the first relevant item,
+    nDCG@10 against the ideal ordering of min(10, relevant) items, recall@k the share of them found.
+    """
+    ranked = np.asarray(ranked)
+    if isinstance(gold, np.ndarray) and gold.ndim == 1:
+        gold = [[int(g)] for g in gold]
+    hits = np.array([np.isin(row, list(items)) for row, items in zip(ranked, gold, strict=True)], dtype=bool
+                    ).reshape(ranked.shape)
+    n_relevant = np.array([len(items) for items in gold], dtype=np.float64)
+    first = np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, np.iinfo(np.int64).max).astype(np.float64)
+    discount = 1.0 / np.log2(np.arange(2, 12, dtype=np.float64))
+    top10 = hits[:, :10].astype(np.float64)
+    dcg = top10 @ discount[: top10.shape[1]]
+    ideal = np.array([discount[: int(min(10, n))].sum() for n in n_relevant])
+    recall = {k: hits[:, :k].sum(axis=1) / n_relevant for k in (1, 10, 100)}
+    return {
+        "ndcg_at_10": 100.0 * float(np.mean(dcg / ideal)),
+        "mrr_at_10": 100.0 * float(np.mean(np.where(first <= 10, 1.0 / first, 0.0))),
+        "recall_at_1": 100.0 * float(np.mean(recall[1])),
+        "recall_at_10": 100.0 * float(np.mean(recall[10])),
+        "recall_at_100": 100.0 * float(np.mean(recall[100])),
+    }

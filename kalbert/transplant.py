@@ -83,7 +83,7 @@ class TransplantResult:
 
 
 # ------------------------------------------------------------------------------------------ teacher
-def teacher_folder(path: str | Path) -> Path:
+def teacher_transformer_folder(path: str | Path) -> Path:
     """The folder holding the teacher's config.json: a SentenceTransformer's first module, or ``path`` itself.
 
     ``multilingual-e5-small`` names the torch copy that :func:`kalbert.teachers.backends.e5_folder` keeps.
@@ -352,7 +352,7 @@ def _albert_config(teacher: PreTrainedModel, config: TransplantConfig, vocab_siz
     )
 
 
-def load_teacher(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, bool]:
+def load_teacher_transformer(folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, bool]:
     """The teacher encoder (float32, eval), its tokenizer, and whether its pooler was trained (saved)."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -413,11 +413,11 @@ def transplant(config: TransplantConfig, overwrite: bool = False) -> TransplantR
     started = time.perf_counter()
     out = Path(config.out)
     refuse_existing_output(out, overwrite)
-    folder = teacher_folder(config.teacher)
+    folder = teacher_transformer_folder(config.teacher)
     teacher_config = _teacher_config(folder)
     _validate(config, teacher_config)
     vocab, processor = _vocab_folder(config.vocab)
-    teacher, tokenizer, has_pooler = load_teacher(folder)
+    teacher, tokenizer, has_pooler = load_teacher_transformer(folder)
     model, pieces, variance, chosen = _build(config, teacher, teacher_config, has_pooler, processor, tokenizer)
     result = TransplantResult(out=out, model=describe(model.config), teacher_layers=chosen,
                               variance_kept=variance, mapping=pieces.counts, identity_vocab=pieces.identity)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kalbert.artifact import Kind
@@ -24,7 +24,7 @@ class Verb:
     """One artifact-making verb of the ``kalbert`` command."""
 
     name: str
-    """the words after ``kalbert``, e.g. "sbert sts" """
+    """the words after ``kalbert``, e.g. "sbert train" """
     config: str
     """its config dataclass, "module:Class" """
     function: str
@@ -80,7 +80,8 @@ VERBS: dict[str, Verb] = {verb.name: verb for verb in [
          Kind.SENTENCE_MODEL),
     Verb("sbert distill", "kalbert.sentence.config:DistillConfig", "kalbert.sentence.distill:distill_student",
          Kind.SENTENCE_MODEL),
-    Verb("sbert sts", "kalbert.sentence.config:STSConfig", "kalbert.sentence.sts:train_sts", Kind.SENTENCE_MODEL),
+    Verb("sbert train", "kalbert.sentence.config:SentenceTrainConfig", "kalbert.sentence.train:train_sentence_model",
+         Kind.SENTENCE_MODEL),
     Verb("sbert average", "kalbert.sentence.average:AverageConfig", "kalbert.sentence.average:average_models",
          Kind.SENTENCE_MODEL),
     Verb("sbert widen", "kalbert.sentence.widen:WidenConfig", "kalbert.sentence.widen:widen_model",
@@ -95,11 +96,20 @@ VERBS: dict[str, Verb] = {verb.name: verb for verb in [
     Verb("mc train", "kalbert.tasks.configs:MCTrainConfig", "kalbert.tasks.multiple_choice:train_mc", Kind.MC_MODEL),
     Verb("mc average", "kalbert.tasks.configs:MCAverageConfig", "kalbert.tasks.mc_average:average_mc",
          Kind.MC_MODEL),
+    Verb("rerank train", "kalbert.rerank.config:RerankTrainConfig", "kalbert.rerank.train:train_reranker",
+         Kind.RERANKER),
 ]}
 
 
+ALIASES = {"sbert sts": "sbert train"}
+"""old verb names that still work for one release (recipes name them; the CLI says the new name)"""
+
+
 def get_verb(name: str) -> Verb:
-    """The verb called ``name`` ("sbert sts"), or a one-line error listing the known ones."""
+    """The verb called ``name`` ("sbert train"), or a one-line error listing the known ones. An old name
+    (:data:`ALIASES`) gives its verb under that name, so what it renders is what was asked for."""
+    if name in ALIASES:
+        return replace(VERBS[ALIASES[name]], name=name)
     if name not in VERBS:
         raise KalbertError(f"unknown verb '{name}'", f"known: {', '.join(VERBS)}")
     return VERBS[name]

@@ -1,5 +1,6 @@
-"""Operations on weight files: float16 storage for shipped models, and parameter-wise averages of models
-fine-tuned from one starting point ("model soups", `kalbert sbert average` and `kalbert mc average`).
+"""Operations on weight files: float16 storage for shipped models, parameter-wise averages of models
+fine-tuned from one starting point ("model soups", `kalbert sbert average` and `kalbert mc average`), and the
+hashes that tie a benchmark results file to the weights it scored.
 
 Shipped weights stored as float16 are half the size on disk (what keeps a shipped model under the repository's
 40 MB) and are loaded and computed in float32, because config.json keeps ``dtype: float32``."""
@@ -9,15 +10,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from kalbert.errors import KalbertError
+from kalbert.io import sha256_file
+
+WEIGHT_FILES = "*.safetensors"
+"""what holds a folder's weights (every kalbert folder, and every folder it ships, stores them so)"""
 
 
 def store_float16(folder: Path) -> None:
     """Rewrite every ``*.safetensors`` under ``folder`` with its floating-point tensors in float16."""
     from safetensors.torch import load_file, save_file
 
-    for weights in folder.rglob("*.safetensors"):
+    for weights in folder.rglob(WEIGHT_FILES):
         tensors = {name: t.half() if t.is_floating_point() else t for name, t in load_file(weights).items()}
         save_file(tensors, weights, metadata={"format": "pt"})
+
+
+def weights_sha256(folder: str | Path) -> dict[str, str] | None:
+    """The sha256 of each weight file under ``folder``, by its path relative to it: what a results file records,
+    so a score names the weights it was made with (a folder's name stays while its weights change). None when
+    ``folder`` is not a local folder with weights (a baseline's name, a hub id)."""
+    folder = Path(folder).expanduser()
+    files = sorted(folder.rglob(WEIGHT_FILES)) if folder.is_dir() else []
+    return {path.relative_to(folder).as_posix(): sha256_file(path) for path in files} or None
 
 
 def normalised_weights(models: list[str], weights: list[float]) -> list[float]:
@@ -62,7 +76,7 @@ def average_weight_files(folders: list[Path], weights: list[float], out: Path) -
     folder) under ``out``; returns the files written, relative to ``out``."""
     from safetensors.torch import load_file, save_file
 
-    files = sorted(p.relative_to(folders[0]) for p in folders[0].rglob("*.safetensors"))
+    files = sorted(p.relative_to(folders[0]) for p in folders[0].rglob(WEIGHT_FILES))
     if not files:
         raise KalbertError(f"{folders[0]} has no .safetensors weights", "re-save it with its library")
     for relative in files:

@@ -72,7 +72,7 @@ def _refused(argv: list[str], capsys, *expected: str) -> str:
 
 # (command with {F} where the folder goes, flag, kinds it takes). Data folders stand in for the other inputs.
 MATRIX = [
-    ("sbert sts --model {F} --out {O}", "--model", {Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL}),
+    ("sbert train --model {F} --out {O}", "--model", {Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL}),
     ("sbert export --model {F} --out {O}", "--model", {Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL}),
     ("sbert distill --student {F} --corpus kowiki --out {O}", "--student",
      {Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL}),
@@ -126,7 +126,7 @@ def test_every_model_taking_verb_refuses_every_other_folder_kind(template, flag,
 
 
 def test_a_missing_folder_or_a_file_is_refused_as_such(folders, tmp_path, capsys):
-    _refused(["sbert", "sts", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "o")], capsys,
+    _refused(["sbert", "train", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "o")], capsys,
              "folder not found", "sentence-model")
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"")
@@ -153,11 +153,11 @@ def test_folders_made_elsewhere_are_known_by_their_files(tmp_path):
 # The issue's cases, one by one.
 
 def test_negative_learning_rate_is_refused_before_the_model_loads(tmp_path, capsys):
-    _refused(["sbert", "sts", "--model", str(ROOT / "models/sbert-ko-zh-small"), "--train", "korsts", "--lr", "-1",
+    _refused(["sbert", "train", "--model", str(ROOT / "models/sbert-ko-zh-small"), "--train", "korsts", "--lr", "-1",
               "--out", str(tmp_path / "x")], capsys, "--lr", "above 0")
     config = tmp_path / "sts.yaml"
     config.write_text("lr: -1\nwarmup_ratio: 1.5\n", encoding="utf-8")
-    _refused(["sbert", "sts", "--config", str(config), "--model", str(ROOT / "models/sbert-ko-zh-small"),
+    _refused(["sbert", "train", "--config", str(config), "--model", str(ROOT / "models/sbert-ko-zh-small"),
               "--out", str(tmp_path / "x")], capsys, "lr must be a number above 0")
     assert not (tmp_path / "x").exists()
 
@@ -172,12 +172,12 @@ def test_probabilities_are_refused_out_of_range(tmp_path, capsys):
 def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
     config = tmp_path / "bad.yaml"
     config.write_bytes(b"\xff\xfe\x00")
-    _refused(["sbert", "sts", "--config", str(config), "--model", str(ROOT / "models/sbert-ko-zh-small"),
+    _refused(["sbert", "train", "--config", str(config), "--model", str(ROOT / "models/sbert-ko-zh-small"),
               "--out", str(tmp_path / "x")], capsys, "not UTF-8")
 
 
 def test_a_static_model_is_no_sts_starting_point(tmp_path, capsys):
-    _refused(["sbert", "sts", "--model", str(ROOT / "models/static-ko-zh-48k"), "--train", "korsts",
+    _refused(["sbert", "train", "--model", str(ROOT / "models/static-ko-zh-48k"), "--train", "korsts",
               "--out", str(tmp_path / "x")], capsys, "static model folder", "--model takes a sentence-model")
 
 
@@ -222,7 +222,7 @@ def test_an_unknown_teacher_fails_at_once_naming_the_known_ones(monkeypatch, cap
 
 def test_an_unknown_data_set_says_which_it_resembles(tmp_path, capsys):
     model = str(ROOT / "models/sbert-ko-zh-small")
-    _refused(["sbert", "sts", "--model", model, "--train", "korsst", "--out", str(tmp_path / "x")], capsys,
+    _refused(["sbert", "train", "--model", model, "--train", "korsst", "--out", str(tmp_path / "x")], capsys,
              "unknown data set 'korsst'", "did you mean 'korsts'")
     _refused(["data", "build", "--vocab", str(ROOT / "vocab/ko-32k"), "--inputs", "kowik", "--out",
               str(tmp_path / "d")], capsys, "unknown data set 'kowik'", "did you mean 'kowiki'")
@@ -260,7 +260,7 @@ def test_qa_predict_keeps_an_existing_out_and_needs_jsonl_for_it(tmp_path, capsy
 def test_an_existing_out_folder_is_refused_before_work(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    _refused(["sbert", "sts", "--model", str(ROOT / "models/sbert-ko-zh-small"), "--out", str(out)], capsys,
+    _refused(["sbert", "train", "--model", str(ROOT / "models/sbert-ko-zh-small"), "--out", str(out)], capsys,
              "already exists", "--overwrite")
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -284,7 +284,7 @@ def test_output_folders_are_readable_by_others(tmp_path):
 
 def test_usage_errors_are_one_line(capsys):
     code, _, err = _run(["sbert"], capsys)
-    assert code == 2 and err.count("\n") == 1 and "choose a verb: export, sts" in err
+    assert code == 2 and err.count("\n") == 1 and "choose a verb: export, train, distill" in err
 
 
 @pytest.mark.parametrize("noun", ["sbert", "qa", "mc", "static", "teacher", "data", "vocab"])
@@ -294,14 +294,14 @@ def test_noun_help_ends_with_an_example(noun, capsys):
 
 
 def test_help_speaks_command_line_not_python(capsys):
-    _, out, _ = _run(["sbert", "sts", "--help"], capsys)
+    _, out, _ = _run(["sbert", "train", "--help"], capsys)
     assert "['" not in out and "None:" not in out and "``" not in out
     assert "(default: korsts:train)" in out and "--pooling" in out
 
 
 USAGE = [["sbert"], ["sbert", "--help"], ["qa"], ["mc", "--help"], ["static"], ["teacher", "--help"], ["data"],
          ["--help"], ["sbert", "export", "--help"], ["qa", "predict", "--help"], ["mc", "predict", "--help"],
-         ["teacher", "encode", "--help"], ["sbert", "sts", "--help"], ["sbert", "distill", "--help"],
+         ["teacher", "encode", "--help"], ["sbert", "train", "--help"], ["sbert", "distill", "--help"],
          ["static", "train", "--help"], ["teacher", "finetune", "--help"], ["pretrain", "--help"],
          ["transplant", "--help"]]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,14 @@ from kalbert.data import (
     LabeledPair,
     MCExample,
     STSPair,
+    answer_pool,
     assert_trainable,
     data_path,
     data_roots,
     describe_datasets,
     iter_documents,
     list_datasets,
+    load_answers,
     load_boolq,
     load_mc,
     load_nli,
@@ -30,9 +33,12 @@ from kalbert.data import (
     load_qa,
     load_sts,
     parse_ref,
+    question_parts,
     resolve_sources,
     roots,
 )
+from kalbert.data.loaders import ANSWER_POOL_MIN
+from kalbert.data.registry import question_key
 from kalbert.errors import KalbertError
 
 KORSTS_TEST = "bench/ko/korsts/sts-test.tsv"
@@ -77,7 +83,7 @@ def test_registry_names_and_kinds() -> None:
         "pawsx-zh", "atec", "c3", "chid", "xcopa-zh", "ocnli", "cmrc2018", "drcd", "stsb-en", "parallel-stsb-train",
         "parallel-xnli-dev", "parallel-xnli-test", "tatoeba-en-zh", "tatoeba-en-ko", "news-en-ko",
         "klue-nli", "klue-nli-bt", "parakqc", "question-pair", "cmnli", "csnli", "oppo-xiaobu", "simclue",
-        "chinesests",
+        "chinesests", "answers-ko", "answers-zh",
     }
     assert set(list_datasets()) == expected
     assert list_datasets("corpus") == ["kowiki", "nsmc", "zh-laws", "zh-clue"]
@@ -263,6 +269,31 @@ def test_pairs_nli_qa_parallel_on_real_data() -> None:
     assert len(cmrc) == 3219 and any(-1 in q.answer_starts for q in cmrc)
     stsb = load_parallel("parallel-stsb-train")
     assert stsb.languages == ("en", "ko", "zh") and len(stsb.rows) == 10536
+
+
+def test_answer_sets_are_carved_by_question_on_real_data() -> None:
+    need("answers-ko", "train")
+    for name, total in (("answers-ko", 2_747), ("answers-zh", 25_959)):
+        carves = {split: load_answers(name, split) for split in ("train", "dev", "test")}
+        assert sum(map(len, carves.values())) == total
+        keys = {split: {question_key(p.question) for p in pairs} for split, pairs in carves.items()}
+        assert not keys["train"] & keys["dev"] and not keys["train"] & keys["test"] and not keys["dev"] & keys["test"]
+        assert 0 < len(keys["test"]) <= 1500 and 0 < len(keys["dev"]) <= 1000
+        assert load_answers(name, "test") == carves["test"]  # the same carve every time
+    assert_trainable("answers-ko", "train")  # no error: train carves are for training
+    with pytest.raises(KalbertError, match="evaluation split"):
+        assert_trainable("answers-zh", "test")
+    pool = answer_pool("answers-ko", "test")
+    assert len(pool.answers) == ANSWER_POOL_MIN and len(pool.questions) == len(pool.relevant)
+    test_answers = {p.answer for p in load_answers("answers-ko", "test")}
+    assert all(pool.answers[i] in test_answers for ids in pool.relevant for i in ids)
+
+
+def test_question_parts_are_fixed_and_keep_a_question_whole() -> None:
+    questions = [f"질문 {i}" for i in range(100)] + ["질문  7"]  # the same question, spaced differently
+    parts = question_parts(questions)
+    assert parts == question_parts(reversed(questions)) and len(parts) == 100
+    assert sorted(Counter(parts.values()).items()) == [("dev", 10), ("test", 15), ("train", 75)]
 
 
 # --------------------------------------------------------------------------- loaders, synthetic files

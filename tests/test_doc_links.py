@@ -1,5 +1,5 @@
-"""Every relative link in the README, docs/, the model cards and the benchmark reports points at a file that
-exists, and every #anchor at a heading of its page (GitHub's slugs)."""
+"""Every relative link in the README, docs/, the model cards, the benchmark reports and experiments/ points at a
+file that exists, and every #anchor at a heading of its page (GitHub's slugs)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "models").glob("*/README.md"),
-                *(ROOT / "benchmarks").rglob("*.md")])
+                *(ROOT / "benchmarks").rglob("*.md"), *(ROOT / "experiments").glob("*.md")])
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

@@ -1,5 +1,6 @@
-"""The package's import structure: every module imports, the kalbert import graph has no cycle, and teachers sit
-below both of their users (sentence distillation and pretraining), so neither can be pulled in by a teacher.
+"""The package's import structure: every module imports, the kalbert import graph has no cycle, teachers sit
+below both of their users (sentence distillation and pretraining), so neither can be pulled in by a teacher, and
+only the benchmark and the CLI import the benchmark.
 
 Imports are read with ``ast`` wherever they are written, inside functions too: a function-local import hides
 a cycle from Python's import machinery but not from the design.
@@ -97,3 +98,15 @@ def test_teachers_import_neither_sentence_nor_pretrain():
     upward = {name: sorted(t for t in targets if t.split(".")[:2] in (["kalbert", "sentence"], ["kalbert", "pretrain"]))
               for name, targets in below.items()}
     assert not any(upward.values()), {name: targets for name, targets in upward.items() if targets}
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(MODULES)
+                                  if not (_in(name, "kalbert.bench") or _in(name, "kalbert.cli"))])
+def test_only_the_benchmark_and_the_cli_import_the_benchmark(name):
+    """The benchmark harness sits at the top of the house with the CLI: training, teachers and the tasks never
+    reach up into it (the encoders they share with it live in kalbert.teachers.encoders)."""
+    assert not sorted(t for t in GRAPH[name] if _in(t, "kalbert.bench")), f"{name} imports kalbert.bench"

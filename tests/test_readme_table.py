@@ -1,15 +1,21 @@
-"""README stays at most 250 lines, and every figure of its shipped-models table is in a record its row names
-(a `kalbert bench` results file, a speed file, a vocabulary's kalbert.json); each shipped model's record names
-its recipe, and every speed results file names the CPU it ran on."""
+"""README stays at most 250 lines, and every figure of its shipped-models table is attributed: a measured figure
+to a named metric of a record its row names (a `kalbert bench` results file, a speed file, a vocabulary's
+kalbert.json), a size figure to the folder's own files (parameters counted in its model.safetensors, MB from that
+file's size, dims from the model's output); a figure it cannot attribute fails. Each shipped model's records name
+its current weights (their sha256) and its recipe, and every speed results file names the CPU it ran on."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kalbert.weights import weights_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,9 +31,23 @@ BENCH = {  # README label -> (task, split, metric) of a results row
     "CMRC 2018 test F1": ("cmrc2018", "test", "f1"),
     "DRCD test F1": ("drcd", "test", "f1"),
     "KorQuAD retrieval MRR@10": ("korquad-retrieval", "test", "mrr_at_10"),
+    "Korean Q->A retrieval MRR@10": ("answers-ko-retrieval", "test", "mrr_at_10"),
+    "Chinese Q->A retrieval MRR@10": ("answers-zh-retrieval", "test", "mrr_at_10"),
     "CMRC 2018 retrieval MRR@10": ("cmrc2018-retrieval", "test", "mrr_at_10"),
     "DRCD retrieval MRR@10": ("drcd-retrieval", "test", "mrr_at_10"),
 }
+VOCAB_STATS = {  # README label -> held-out statistic in a vocabulary's kalbert.json (a rate, shown as %)
+    "held-out UNK": "unk_rate",
+    "UNK": "unk_rate",
+    "morpheme-boundary crossing": "boundary_crossing",
+    "boundary crossing": "boundary_crossing",
+    "crossing": "boundary_crossing",
+}
+SPEED = "ms per question on 2 cores"
+"""a QA speed file's `kalbert qa predict` time for the row's folder"""
+WEIGHTS = "model.safetensors"
+"""the file a shipped model's size figures describe (what transformers and sentence-transformers load)"""
+DTYPES = {"float16": "F16", "float32": "F32"}
 
 
 def _table() -> list[dict[str, str]]:
@@ -42,51 +62,125 @@ def _table() -> list[dict[str, str]]:
     return rows
 
 
-def _records(row: dict[str, str]) -> list[Any]:
+def _folder(row: dict[str, str]) -> Path:
+    return ROOT / row["folder"].strip("`")
+
+
+def _record_paths(row: dict[str, str]) -> list[Path]:
     links = re.findall(r"\]\(([^)]+\.json)\)", row["records"])
     if row["records"] == "its `kalbert.json`":
         links = [row["folder"].strip("`") + "/kalbert.json"]
     assert links, f"{row['folder']}: the row names no record"
-    return [json.loads((ROOT / link).read_text(encoding="utf-8")) for link in links]
+    return [ROOT / link for link in links]
 
 
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, list):
-        return [n for v in value for n in _numbers(v)]
-    return [float(value)] if isinstance(value, int | float) and not isinstance(value, bool) else []
+def _records(row: dict[str, str]) -> list[Any]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in _record_paths(row)]
 
 
-def _figures(cell: str) -> list[tuple[str, float, int]]:
-    """(label, value, decimals) of each figure: "KorSTS test 79.09", "ko<->zh: STS-B test 69.37", "UNK 0.131% (ko)"."""
-    found = []
+def _figures(cell: str) -> list[tuple[str, float, int, str]]:
+    """(label, value, decimals, language) of each figure: "KorSTS test 79.09", "ko<->zh: STS-B test 69.37",
+    "50.0 ms per question on 2 cores" (the label follows), "UNK 0.131% (ko) / 0.031% (zh)" (the second figure
+    takes the label before it)."""
+    found, label = [], ""
     for part in re.split(r"[;,/]", cell):
         part = re.sub(r"^\s*ko<->zh:\s*", "", part).strip()
-        last = re.match(r"(.*?)\s*(\d+\.\d+)(?!.*\d\.\d)", part)  # the figure is the part's last decimal
-        if last:
-            found.append((last[1].strip(), float(last[2]), len(last[2].split(".")[1])))
+        last = re.match(r"(.*?)\s*(\d+\.\d+)%?(?!.*\d\.\d)\s*(.*)$", part)  # the figure is the part's last decimal
+        if not last:
+            continue
+        language = re.fullmatch(r"\((ko|zh)\)", last[3])
+        label = last[1].strip() or (label if language else last[3])
+        found.append((label, float(last[2]), len(last[2].split(".")[1]), language[1] if language else ""))
     return found
 
 
-def _matches(figure: float, decimals: int, value: float) -> bool:
-    return any(round(scaled, decimals) == figure for scaled in (value, 100 * value))
+def _recorded(row: dict[str, str], label: str, language: str) -> list[float]:
+    """The values the row's records hold for ``label``; a label no named metric stands for fails."""
+    records = _records(row)
+    if label in BENCH:
+        task, split, metric = BENCH[label]
+        return [r["value"] for record in records for r in record.get("results", [])
+                if (r["task"], r["split"], r["metric"]) == (task, split, metric)]
+    if label == SPEED:
+        return [r["ms_per_question"]["kalbert qa predict"] for record in records for r in record.get("rows", [])
+                if r["model"] == row["folder"].strip("`") and record["threads"] == 2]
+    if label in VOCAB_STATS:
+        stats = [s for record in records for lang, s in (record.get("heldout_stats") or {}).items()
+                 if lang == language or not language and len(record["heldout_stats"]) == 1]
+        return [100 * s[VOCAB_STATS[label]] for s in stats]
+    raise AssertionError(f"{row['folder']}: README's {label!r} is no metric the test knows (BENCH, VOCAB_STATS)")
 
 
 @pytest.mark.parametrize("row", _table(), ids=lambda row: row["folder"].strip("`"))
-def test_each_figure_is_in_the_records_the_row_names(row):
-    records = _records(row)
+def test_each_figure_is_the_named_metric_of_the_records_the_row_names(row):
     figures = _figures(row["measured"])
     assert figures, row["measured"]
-    rows = [r for record in records for r in record.get("results", [])]
-    for label, figure, decimals in figures:
-        if label in BENCH:
-            task, split, metric = BENCH[label]
-            values = [r["value"] for r in rows if (r["task"], r["split"], r["metric"]) == (task, split, metric)]
-            assert values, f"{row['folder']}: no {task}:{split} {metric} in its records"
+    for label, figure, decimals, language in figures:
+        values = _recorded(row, label, language)
+        assert values, f"{row['folder']}: no {label} {language} in its records"
+        assert any(round(v, decimals) == figure for v in values), f"{row['folder']}: {label} {figure} not recorded"
+
+
+def _tensors(weights: Path) -> dict[str, dict[str, Any]]:
+    """The safetensors header: each tensor's dtype and shape, read without loading the weights."""
+    with open(weights, "rb") as handle:
+        size = struct.unpack("<Q", handle.read(8))[0]
+        header = json.loads(handle.read(size))
+    return {name: spec for name, spec in header.items() if name != "__metadata__"}
+
+
+def _dimension(folder: Path, tensors: dict[str, dict[str, Any]]) -> int:
+    """The embedding size the model outputs: its Pooling module's, or a static model's vector length."""
+    for module in json.loads((folder / "modules.json").read_text(encoding="utf-8")):
+        pooling = folder / module["path"] / "config.json"
+        if module["type"].endswith(".Pooling"):
+            config = json.loads(pooling.read_text(encoding="utf-8"))
+            return config.get("embedding_dimension") or config["word_embedding_dimension"]
+    return tensors["embedding.weight"]["shape"][-1]
+
+
+def _size_figures(row: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(part, written, counted) for each part of the size cell; a part the test cannot count fails."""
+    folder = _folder(row)
+    checked = []
+    for part in (p.strip() for p in row["size"].split(", ")):
+        if pieces := re.fullmatch(r"([\d,]+) pieces", part):
+            import sentencepiece as spm
+
+            counted = spm.SentencePieceProcessor(model_file=str(folder / "spiece.model")).get_piece_size()
+            checked.append((part, pieces[1], f"{counted:,}"))
+            continue
+        tensors = _tensors(folder / WEIGHTS)
+        if count := re.fullmatch(r"(\d+\.\d)M (params|values)", part):
+            counted = sum(math.prod(t["shape"]) for t in tensors.values())
+            checked.append((part, count[1], f"{counted / 1e6:.1f}"))
+        elif dims := re.fullmatch(r"(\d+) dims", part):
+            checked.append((part, dims[1], str(_dimension(folder, tensors))))
+        elif mb := re.fullmatch(r"(\d+(?:\.\d+)?) MB (float16|float32)", part):
+            decimals = len(mb[1].partition(".")[2])
+            dtypes = {t["dtype"] for t in tensors.values()}
+            checked.append((part, f"{mb[1]} {DTYPES[mb[2]]}",
+                            f"{(folder / WEIGHTS).stat().st_size / 1e6:.{decimals}f} {'/'.join(sorted(dtypes))}"))
         else:
-            values = [n for record in records for n in _numbers(record)]
-        assert any(_matches(figure, decimals, v) for v in values), f"{row['folder']}: {label} {figure} not recorded"
+            raise AssertionError(f"{row['folder']}: size {part!r} is nothing the test can count")
+    return checked
+
+
+@pytest.mark.parametrize("row", _table(), ids=lambda row: row["folder"].strip("`"))
+def test_each_size_figure_is_counted_from_the_folder(row):
+    for part, written, counted in _size_figures(row):
+        assert written == counted, f"{row['folder']}: {part!r}, but its files give {counted}"
+
+
+@pytest.mark.parametrize("row", [row for row in _table() if row["folder"].startswith("`models/")],
+                         ids=lambda row: row["folder"].strip("`"))
+def test_a_shipped_models_records_name_its_current_weights(row):
+    current = weights_sha256(_folder(row))
+    assert current and WEIGHTS in current
+    for path, record in zip(_record_paths(row), _records(row), strict=True):
+        named = [record.get("weights_sha256")] if "results" in record else [
+            r.get("weights_sha256") for r in record["rows"] if r["model"] == row["folder"].strip("`")]
+        assert named and all(n == current for n in named), f"{path.name} does not name the weights of {row['folder']}"
 
 
 def test_the_shipped_models_name_their_recipe():

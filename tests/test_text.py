@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pickle
-import random
 import unicodedata
 
 import pytest
 
 from kalbert.errors import KalbertError
 from kalbert.text import BOUNDARY, make_segmenter, normalize_text, segment_lines, split_sentences
-from kalbert.text.questions import question_form
 
 
 def test_normalize_composes_hangul_and_keeps_everything_else():
@@ -118,16 +116,3 @@ def test_cache_limit_never_loses_entries_in_use(monkeypatch):
     for _ in range(3):
         assert [len(words) for words in segmenter.split_words(lines)] == [4, 4, 3]
 
-
-def test_a_statement_becomes_the_question_it_answers():
-    statement = "세종대왕은 1443년에 훈민정음을 창제하였다."
-    asked = {question_form(statement, "ko", random.Random(seed)) for seed in range(20)}
-    assert asked == {"무엇은 1443년에 훈민정음을 창제하였는가?", "세종대왕은 몇 년에 훈민정음을 창제하였는가?",
-                     "세종대왕은 1443년에 무엇을 창제하였는가?"}
-    assert question_form("철수는 사과를 먹었다.", "ko", random.Random(1)) in {"무엇은 사과를 먹었는가?",
-                                                                       "철수는 무엇을 먹었는가?"}
-    assert question_form("그 도시는 한국의 수도이다.", "ko", random.Random(2)).endswith("인가?")
-    asked = {question_form("鲁迅是中国现代文学的奠基人。", "zh", random.Random(seed)) for seed in range(20)}
-    assert asked == {"谁是中国现代文学的奠基人？", "鲁迅是中国什么的奠基人？", "鲁迅是中国现代文学的什么？",
-                     "鲁迅是哪里现代文学的奠基人？"}
-    assert question_form("그래서 그랬다.", "ko", random.Random(0)) is None

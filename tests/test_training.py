@@ -97,8 +97,8 @@ def test_without_an_evaluation_the_last_epoch_is_kept():
     assert (result.precision, result.bf16) == ("fp32", False)
 
 
-@pytest.mark.parametrize("verb", [["sbert", "sts"], ["sbert", "distill"], ["teacher", "finetune"], ["static", "train"],
-                                  ["mc", "train"], ["qa", "train"]])
+@pytest.mark.parametrize("verb", [["sbert", "train"], ["sbert", "distill"], ["teacher", "finetune"],
+                                  ["static", "train"], ["mc", "train"], ["qa", "train"]])
 def test_every_fine_tuning_verb_takes_the_loop_flags(verb, capsys):
     with pytest.raises(SystemExit):
         main([*verb, "--help"])

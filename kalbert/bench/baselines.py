@@ -23,7 +23,8 @@ from kalbert.bench.tasks import RETRIEVAL
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
 from kalbert.precision import Precision, encoding_bf16
-from kalbert.teachers.backends import E5_NAME, USE_NAME, Teacher, describe, load_teacher
+from kalbert.teachers.backends import E5_NAME, USE_NAME
+from kalbert.teachers.encoders import load_teacher_encoder
 
 # The STS training split each language's TF-IDF vocabulary and idf weights are fitted on.
 TFIDF_FIT = {"ko": ("korsts", "train"), "zh": ("stsb-zh", "train")}
@@ -120,32 +121,8 @@ def _minilm(batch_size: int, bf16: bool = False) -> Encoder:
                                 bf16=bf16)
 
 
-class TeacherEncoder:
-    """A distillation teacher (:func:`kalbert.teachers.backends.load_teacher`) run as a baseline."""
-
-    kind = "baseline"
-    path = None
-
-    def __init__(self, teacher: Teacher) -> None:
-        self.teacher, self.name = teacher, teacher.name
-        self.languages = list(teacher.languages)
-        self.fingerprint = teacher.fingerprint
-        self.sentence_transformer = getattr(teacher, "model", None)
-        """the SentenceTransformer behind a torch teacher (retrieval encodes with its prompts); None for USE"""
-        self.batch_size = getattr(teacher, "batch_size", 32)
-        self.bf16 = getattr(teacher, "bf16", False)
-
-    def encode(self, sentences: list[str], lang: str):
-        from kalbert.sentence.encoder import unique_rows
-
-        return unique_rows(self.teacher.encode, sentences)
-
-    def settings(self) -> dict[str, Any]:
-        return {**describe(self.teacher), "precision": "bf16" if getattr(self.teacher, "bf16", False) else "fp32"}
-
-
 def _teacher(name: str) -> Callable[[int, bool], Encoder]:
-    return lambda batch_size, bf16=False: TeacherEncoder(load_teacher(name, batch_size=batch_size, bf16=bf16))
+    return lambda batch_size, bf16=False: load_teacher_encoder(name, batch_size=batch_size, bf16=bf16)
 
 
 # name -> (batch size, bf16) -> encoder; TF-IDF has no precision to choose

@@ -82,7 +82,7 @@ class SentenceModelEncoder:
     @property
     def fingerprint(self) -> str:
         """Changes whenever the folder's vectors could (the retrieval vector cache's key)."""
-        from kalbert.bench.dense import folder_fingerprint
+        from kalbert.teachers.encoders import folder_fingerprint
 
         return f"{self.folder.resolve().name}-{folder_fingerprint(self.folder)}-{self.backend}"
 
@@ -94,7 +94,7 @@ class SentenceModelEncoder:
             return encode(self.model, sentences, batch_size=self.batch_size, show_progress=self.progress)
 
     def settings(self) -> dict[str, Any]:
-        from kalbert.sentence.encoder import token_limit
+        from kalbert.teachers.encoders import token_limit
 
         return {
             "backend": self.backend,

@@ -14,6 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import pearsonr, spearmanr
 
+from kalbert.ranking import ranking_metrics as ranking_metrics  # retrieval's scores live below the benchmark
+
 
 def _rowdot(a, b) -> np.ndarray:
     if sp.issparse(a):
@@ -82,22 +84,3 @@ def choice_accuracy(scores: Sequence[Sequence[float]], labels: Sequence[int]) ->
     """Accuracy x100 of picking the highest-scoring choice (first one on ties)."""
     picks = np.array([int(np.argmax(row)) for row in scores])
     return 100.0 * float(np.mean(picks == np.asarray(labels)))
-
-
-def ranking_metrics(ranked: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """MTEB's retrieval scores x100 where each query has one relevant item, ``gold[q]``, and ``ranked[q]`` lists
-    the retrieved items best first (at least 100 of them, or the whole corpus).
-
-    With one relevant item at 1-based rank r: nDCG@10 = 1/log2(r + 1), MRR@10 = 1/r, recall@k = [r <= k]
-    (0 when r > the cut-off), each averaged over queries.
-    """
-    hits = np.asarray(ranked) == np.asarray(gold)[:, None]
-    rank = np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, np.iinfo(np.int64).max).astype(np.float64)
-    within = {k: rank <= k for k in (1, 10, 100)}
-    return {
-        "ndcg_at_10": 100.0 * float(np.mean(np.where(within[10], 1.0 / np.log2(rank + 1), 0.0))),
-        "mrr_at_10": 100.0 * float(np.mean(np.where(within[10], 1.0 / rank, 0.0))),
-        "recall_at_1": 100.0 * float(np.mean(within[1])),
-        "recall_at_10": 100.0 * float(np.mean(within[10])),
-        "recall_at_100": 100.0 * float(np.mean(within[100])),
-    }

@@ -228,6 +228,10 @@ Every value is x100 and was computed on the split named in its column.
   BM25's by reciprocal rank, "cosine + BM25 (convex)" their per-question min-max normalised scores by a
   weighted sum, each weight picked on the val articles. DRCD is read in Simplified script by BM25, TF-IDF and
   Chinese models (OpenCC t2s). See docs/retrieval.md.
+- Answer retrieval: each question of a question -> answer set's test carve (answers-ko, answers-zh; carved by
+  question) finds its own answers among every answer of the set's dev and test carves (Korean: topped up with
+  train-carve answers to 2,000); questions asked before their answer existed, so the answer says it in other
+  words. Same scores, prompts and fusions, each weight picked on the dev carve.
 - Kinds: "kalbert" rows are models built with this kit, "baseline" rows are TF-IDF (character 1-3-grams,
   fitted on KorSTS train for Korean and stsb-zh train for Chinese, on the corpus for retrieval), BM25 (mecab-ko
   morphemes and jieba words), all-MiniLM-L6-v2 (default settings) and the zero-shot teachers

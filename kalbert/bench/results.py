@@ -3,6 +3,7 @@
 Layout (``kalbert-bench/1``)::
 
     {"format": "kalbert-bench/1", "model": "minilm", "model_kind": "baseline", "model_path": ...,
+     "weights_sha256": {"model.safetensors": "9f2c..."},  (kalbert.weights.weights_sha256; null for baselines)
      "settings": {...},
      "command": "kalbert bench run ...", "kalbert_version": "0.1.0", "versions": {...},
      "hardware": {"cpu": "AMD EPYC", "instruction_sets": [...], ...},  (kalbert.hardware.hardware_block)
@@ -27,6 +28,7 @@ from kalbert import __version__
 from kalbert.errors import KalbertError
 from kalbert.hardware import hardware_block
 from kalbert.io import atomic_write_json
+from kalbert.weights import weights_sha256
 
 FORMAT = "kalbert-bench/1"
 MODEL_KINDS = ("kalbert", "baseline")
@@ -48,6 +50,9 @@ class ResultsFile:
     """one record per (task, metric)"""
     model_path: str | None = None
     """the model folder as given on the command line (None for baselines)"""
+    weights_sha256: dict[str, str] | None = None
+    """sha256 of each weight file of the model scored (:func:`kalbert.weights.weights_sha256`), so the scores name
+    their weights, not just a folder whose weights may change; :func:`write_results` fills it from ``model_path``"""
     settings: dict[str, Any] = field(default_factory=dict)
     """how the model was built or used (TF-IDF fitting corpora, encode batch size, training config)"""
     wall_seconds: float = 0.0
@@ -67,6 +72,7 @@ class ResultsFile:
             "model": self.model,
             "model_kind": self.model_kind,
             "model_path": self.model_path,
+            "weights_sha256": self.weights_sha256,
             "settings": self.settings,
             "command": self.command,
             "kalbert_version": self.kalbert_version,
@@ -90,9 +96,12 @@ def library_versions() -> dict[str, str]:
 
 
 def write_results(path: str | Path, results: ResultsFile) -> Path:
+    """Write ``results``, naming the weights of ``model_path`` when the file does not name its weights yet."""
     path = Path(path)
     if path.is_dir():
         raise KalbertError(f"--out {path} is a folder", "give a file name such as results/mymodel.json")
+    if results.weights_sha256 is None and results.model_path:
+        results.weights_sha256 = weights_sha256(results.model_path)
     atomic_write_json(path, results.to_json())
     return path
 
@@ -137,6 +146,7 @@ def read_results(path: str | Path, skip_foreign: bool = False) -> ResultsFile | 
             command=data["command"],
             results=records,
             model_path=data.get("model_path"),
+            weights_sha256=data.get("weights_sha256"),
             settings=data.get("settings", {}),
             wall_seconds=data.get("wall_seconds", 0.0),
             note=data.get("note", ""),
@@ -170,6 +180,7 @@ def _finetuned_results(summary: dict[str, Any], model_name: str, command: str, n
         command=command,
         results=[{**common, "metric": metric, "value": value} for metric, value in metrics.items()],
         model_path=_start(summary["config"]),
+        weights_sha256=weights_sha256(summary["config"]["out"]),  # the fine-tuned weights, not model_path's
         settings=summary["config"],
         wall_seconds=summary["wall_seconds"],
         note=note,

@@ -1,13 +1,15 @@
-"""Passage retrieval on the extractive QA sets: each test question must find its paragraph among every
-paragraph of the data set's public files.
+"""Passage retrieval on the extractive QA sets (each test question must find its paragraph among every
+paragraph of the data set's public files) and question -> answer retrieval on the answer sets (each test question
+must find its own answers among its set's pool, :func:`kalbert.data.answer_pool`).
 
 The queries are the questions of the kit's test articles (``korquad:test``, ``cmrc2018:test``,
 ``drcd:test``, the fixed article carve of :mod:`kalbert.data.registry`); the corpus is every paragraph of
 every file the data set registers, each distinct paragraph once (KorQuAD: its dev file; CMRC 2018: dev and
 trial; DRCD: dev and test), so a test question competes with the paragraphs of train and val articles too.
-A question's one relevant item is its own paragraph. Scores follow MTEB (:func:`ranking_metrics`).
+A QA question's one relevant item is its own paragraph; an answer-set question's are all its answers (community
+questions often have several). Scores follow MTEB (:func:`ranking_metrics`).
 
-Dense models rank by cosine with their query and document prompts (:mod:`kalbert.bench.dense`) and are
+Dense models rank by cosine with their query and document prompts (:mod:`kalbert.teachers.encoders`) and are
 also fused with BM25 twice: by reciprocal rank fusion, and by the convex combination of both systems' per-query
 min-max normalised scores (:mod:`kalbert.ranking`), each weight picked on the val articles' questions. DRCD is
 in Traditional script: BM25 and TF-IDF read it converted to Simplified (OpenCC t2s), as the kit's QA verbs
@@ -27,14 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from kalbert.bench.dense import RoleEncoder, dense_vectors
 from kalbert.bench.metrics import ranking_metrics
 from kalbert.bench.tasks import BenchTask
-from kalbert.data import data_path, get_spec, load_qa
+from kalbert.data import answer_pool, data_path, get_spec, load_qa
 from kalbert.data.formats import json_value
 from kalbert.data.script import read_as, reads_simplified, to_simplified
 from kalbert.errors import KalbertError
 from kalbert.ranking import convex_fusion, reciprocal_rank_fusion, top_k
+from kalbert.rerank.candidates import Scorer, rerank
+from kalbert.teachers.encoders import RoleEncoder, dense_vectors
 from kalbert.text.lexical import BM25Index
 
 log = logging.getLogger(__name__)
@@ -65,8 +68,8 @@ class RetrievalData:
     """the registry paths the corpus was read from"""
     queries: dict[str, list[str]]
     """split -> its questions (the reported split and the one picking the fusion weight)"""
-    gold: dict[str, np.ndarray]
-    """split -> the corpus index of each question's paragraph"""
+    gold: dict[str, np.ndarray | list[list[int]]]
+    """split -> the corpus index of each question's paragraph, or the indices of each question's answers"""
 
     def simplified(self) -> RetrievalData:
         """Every text converted to Simplified script (OpenCC t2s); the indices stay."""
@@ -85,8 +88,15 @@ def squad_paragraphs(path: Path) -> list[str]:
 
 
 def load_retrieval(task: BenchTask) -> RetrievalData:
-    """The corpus of every file ``task.dataset`` registers and the questions of its reported and selecting splits."""
+    """The corpus of every file ``task.dataset`` registers and the questions of its reported and selecting splits;
+    for a question -> answer set, its answer pool and the questions of both splits."""
     spec = get_spec(task.dataset)
+    if spec.kind == "answers":
+        pools = {split: answer_pool(task.dataset, split) for split in (task.select_split, task.split)}
+        corpus = pools[task.split].answers
+        return RetrievalData(corpus, list(dict.fromkeys(f for files in spec.splits.values() for f in files)),
+                             {split: pool.questions for split, pool in pools.items()},
+                             {split: pool.relevant for split, pool in pools.items()})
     files: dict[str, Path] = {}
     for split, rels in spec.splits.items():
         for rel, path in zip(rels, data_path(task.dataset, split), strict=True):
@@ -136,10 +146,54 @@ def _record(task: BenchTask, data: RetrievalData, setting: str, ranked: np.ndarr
     return [{**common, "metric": metric, "value": round(scores[metric], 4)} for metric in task.metrics]
 
 
+@dataclass(frozen=True)
+class Rerank:
+    """A reranker and how deep it reorders each first stage's candidates."""
+
+    scorer: Scorer
+    depth: int = 20
+
+
+def rerank_setting(first_stage: str, depth: int) -> str:
+    """The record setting of a reranked first stage: "BM25 + rerank@20", "cosine + BM25 (convex) + rerank@20"."""
+    return f"{first_stage} + rerank@{depth}"
+
+
+def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ranking: np.ndarray, reranker: Scorer,
+                     depth: int, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Records of ``task``'s reported split with ``ranking`` (its first stage's, named ``first_stage``) reranked at
+    ``depth`` (:func:`kalbert.rerank.candidates.rerank`: the top ``depth`` reordered, the rest kept, nothing added;
+    published reranker figures such as KURE's put the gold passage into the candidates, these do not), with the
+    reranking latency beside the scores. The reranker reads the texts as ``data`` holds them (DRCD as published)."""
+    started = time.perf_counter()
+    result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth)
+    how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth,
+           "latency_ms_per_query": result.latency_ms(), "gold_injected": False}
+    return _record(task, data, rerank_setting(first_stage, depth), result.ranking, time.perf_counter() - started,
+                   {**(extra or {}), "rerank": how})
+
+
+QA_SPAN = "qa-span:"
+"""prefix of ``--rerank-model`` naming an extractive-QA folder scored zero-shot (:class:`QASpanScorer`)"""
+
+
+def load_rerank(model: str | None, depth: int) -> Rerank | None:
+    """``--rerank-model`` / ``--rerank-depth`` as a :class:`Rerank` (None without a model): a reranker folder, or
+    ``qa-span:FOLDER`` for an extractive-QA model's best answer-span score as relevance."""
+    from kalbert.rerank.candidates import check_depth
+    from kalbert.rerank.model import QASpanScorer, load_reranker
+
+    if model is None:
+        return None
+    check_depth(depth, TOP, "candidates a first stage keeps")
+    scorer = QASpanScorer(model.removeprefix(QA_SPAN)) if model.startswith(QA_SPAN) else load_reranker(model)
+    return Rerank(scorer, depth)
+
+
 def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,
-                       progress: bool = True) -> list[dict[str, Any]]:
+                       progress: bool = True, rerank: Rerank | None = None) -> list[dict[str, Any]]:
     """Records of ``encoder`` on a retrieval task: a lexical baseline's own ranking, or a dense model's cosine
-    ranking and its fusion with BM25."""
+    ranking and its fusion with BM25; with ``rerank``, each of those rankings reranked too."""
     start = time.perf_counter()
     test, val = task.split, task.select_split
     depth = min(DEPTH, len(data.corpus))
@@ -147,8 +201,12 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
     lexical_read = read_as(task.dataset, lexical is not data)
     if hasattr(encoder, "search_index"):  # TF-IDF, BM25
         ranked = encoder.search_index(lexical.corpus).search(lexical.queries[test], TOP)[0]
-        return _record(task, data, encoder.retrieval_setting, ranked, time.perf_counter() - start,
-                       {"read_as": lexical_read})
+        records = _record(task, data, encoder.retrieval_setting, ranked, time.perf_counter() - start,
+                          {"read_as": lexical_read})
+        if rerank:
+            records += reranked_records(task, data, encoder.retrieval_setting, ranked, rerank.scorer, rerank.depth,
+                                       {"read_as": lexical_read})
+        return records
 
     passage, query = RoleEncoder(encoder, "passage", task.lang), RoleEncoder(encoder, "query", task.lang)
     passages = dense_vectors(passage, data.corpus, cache_dir, progress)
@@ -170,12 +228,17 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
                        {split: convex(queries[split] @ passages.T, bm25_scores[split]) for split in (val, test)}),
     }
     records = _record(task, data, "cosine", model[test], dense_wall, dense_info)
+    if rerank:
+        records += reranked_records(task, data, "cosine", model[test], rerank.scorer, rerank.depth, dense_info)
     for setting, (how, fuse) in fusions.items():
         weight, tried = pick_fusion_weight(fuse[val], data.gold[val])
         fusion = {**how, "model_weight": weight, "bm25_weight": round(1.0 - weight, 1),
                   "picked_on": f"{task.dataset}:{val}", f"val_{MAIN_SCORE}": tried, "bm25_read_as": lexical_read}
         log.info("%s: %s weight %.1f for %s (picked on %s:%s)", task.name, how["method"], weight, encoder.name,
                  task.dataset, val)
-        records += _record(task, data, setting, fuse[test](weight), time.perf_counter() - start,
-                           {**dense_info, "fusion": fusion})
+        fused = fuse[test](weight)
+        records += _record(task, data, setting, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion})
+        if rerank and setting == FUSED_CONVEX:
+            records += reranked_records(task, data, setting, fused, rerank.scorer, rerank.depth,
+                                        {**dense_info, "fusion": fusion})
     return records

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from kalbert.bench.encoders import Encoder
 from kalbert.bench.metrics import best_threshold_accuracy, choice_accuracy, paired_cosine, pearson, spearman
 from kalbert.bench.results import ResultsFile, library_versions
-from kalbert.bench.retrieval import RetrievalData, evaluate_retrieval, load_retrieval
+from kalbert.bench.retrieval import Rerank, RetrievalData, evaluate_retrieval, load_retrieval
 from kalbert.bench.tasks import BITEXT, MC, PAIRS, RETRIEVAL, STS, BenchTask
 from kalbert.data import load_mc, load_pairs, load_parallel, load_sts
 from kalbert.hardware import hardware_block
@@ -52,6 +52,12 @@ class BenchRunConfig:
     cache_dir: str | None = None
     """where retrieval tasks cache query and passage vectors (default ~/.cache/kalbert/bench-embeddings), so a
     rerun encodes nothing again"""
+    rerank_model: str | None = None
+    """retrieval tasks: a reranker folder (kalbert rerank train) that also reorders each first stage's top
+    ``rerank_depth`` (BM25, cosine, cosine + BM25 convex), recorded as "<first stage> + rerank@K"; or 'qa-span:FOLDER'
+    for the zero-shot baseline, an extractive-QA model's best answer-span score"""
+    rerank_depth: int = 20
+    """candidates of each first stage the reranker reorders"""
 
 
 @dataclass(frozen=True)
@@ -155,10 +161,11 @@ def score_task(task: BenchTask, data: TaskData, similarity: np.ndarray) -> dict[
 
 
 def evaluate(encoder: Encoder, task: BenchTask, data: TaskData | RetrievalData,
-             cache_dir: str | None = None) -> list[dict[str, Any]]:
-    """One result record per metric of ``task`` (per metric and setting for retrieval)."""
+             cache_dir: str | None = None, rerank: Rerank | None = None) -> list[dict[str, Any]]:
+    """One result record per metric of ``task`` (per metric and setting for retrieval, reranked settings too when
+    ``rerank`` is given)."""
     if isinstance(data, RetrievalData):
-        return evaluate_retrieval(encoder, task, data, cache_dir)
+        return evaluate_retrieval(encoder, task, data, cache_dir, rerank=rerank)
     start = time.perf_counter()
     vectors = encoder.encode(data.sentences, task.lang)
     if task.kind == BITEXT:
@@ -193,11 +200,11 @@ def evaluate(encoder: Encoder, task: BenchTask, data: TaskData | RetrievalData,
 
 
 def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: float | None = None,
-              cache_dir: str | None = None) -> ResultsFile:
+              cache_dir: str | None = None, rerank: Rerank | None = None) -> ResultsFile:
     """Evaluate ``encoder`` on ``tasks``.
 
     ``started`` (a ``time.perf_counter()`` value) lets the recorded wall time include model loading;
-    ``cache_dir`` holds retrieval's vectors (:func:`kalbert.bench.dense.default_cache_dir` when None).
+    ``cache_dir`` holds retrieval's vectors (:func:`kalbert.teachers.encoders.role_cache_dir` when None).
     """
     started = time.perf_counter() if started is None else started
     if not getattr(encoder, "cross_lingual", True):
@@ -214,7 +221,7 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
     progress = tqdm(tasks, desc=f"bench {encoder.name}", unit="task")
     for task in progress:
         progress.set_postfix_str(task.name)
-        records += evaluate(encoder, task, data[task.name], cache_dir)
+        records += evaluate(encoder, task, data[task.name], cache_dir, rerank)
     return ResultsFile(
         model=encoder.name,
         model_kind=encoder.kind,

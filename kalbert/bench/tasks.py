@@ -17,7 +17,7 @@ RETRIEVAL_METRICS = ("ndcg_at_10", "mrr_at_10", "recall_at_1", "recall_at_10", "
 
 # Report sections, in the order they appear in RESULTS.md.
 GROUPS = ("Korean STS", "Chinese STS", "Cross-lingual STS", "Chinese pair classification", "Cross-lingual retrieval",
-          "Passage retrieval", "Multiple choice", "Multiple choice (fine-tuned)", "Extractive QA")
+          "Passage retrieval", "Answer retrieval", "Multiple choice", "Multiple choice (fine-tuned)", "Extractive QA")
 
 METRIC_LABELS = {
     "spearman": "Spearman",
@@ -46,7 +46,7 @@ class BenchTask:
     kind: str
     """"sts" (graded 0-5 scores), "pairs" (binary labels), "mc" (zero-shot multiple choice), "bitext" (find each
     sentence's translation among all the other language's sentences) or "retrieval" (find each question's
-    paragraph among every paragraph of the data set's files)"""
+    paragraph among every paragraph of the data set's files, or its answers among an answer pool)"""
     lang: str
     """"ko" or "zh": picks the TF-IDF baseline's fitting corpus; "ko-zh" etc. for bitext (source-target)"""
     group: str
@@ -91,6 +91,11 @@ TASKS: dict[str, BenchTask] = {
                   "CMRC 2018 retrieval", select_split="val"),
         BenchTask("drcd-retrieval", "drcd", "test", RETRIEVAL, "zh", "Passage retrieval", "DRCD retrieval",
                   select_split="val"),
+        # the test carve's questions against the answers of the test and dev carves (kalbert.data.answer_pool)
+        BenchTask("answers-ko-retrieval", "answers-ko", "test", RETRIEVAL, "ko", "Answer retrieval",
+                  "Korean Q->A retrieval", select_split="dev"),
+        BenchTask("answers-zh-retrieval", "answers-zh", "test", RETRIEVAL, "zh", "Answer retrieval",
+                  "Chinese Q->A retrieval", select_split="dev"),
         BenchTask("kobest-copa", "kobest-copa", "test", MC, "ko", "Multiple choice", "KoBEST COPA"),
         BenchTask("xcopa-zh", "xcopa-zh", "test", MC, "zh", "Multiple choice", "XCOPA zh"),
     )

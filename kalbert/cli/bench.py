@@ -34,18 +34,22 @@ def register(nouns) -> None:
     report = add_verb(
         verbs,
         "report",
-        "write RESULTS.md and a PNG chart per task group from results files",
-        "kalbert bench report benchmarks/results/*.json --out benchmarks/RESULTS.md",
+        "write RESULTS.md and a PNG chart per task group from results files, and model cards' benchmarks",
+        "kalbert bench report benchmarks/results/*.json --out benchmarks/RESULTS.md --cards models/*",
         _report,
     )
     report.add_argument(
         "results", nargs="+", help="results JSON files written by `kalbert bench run|mc train`"
     )
     report.add_argument("--out", required=True, help="Markdown file; the PNGs are written beside it")
+    report.add_argument("--cards", nargs="+", default=[], metavar="FOLDER",
+                        help="also rewrite the Benchmarks section of each model folder's README.md from the given "
+                        "results files that name its current weights (kalbert.bench.cards)")
 
 
 def _run(args: argparse.Namespace) -> int:
     from kalbert.bench import load_encoder, run_bench, select_tasks, write_results
+    from kalbert.bench.retrieval import load_rerank
     from kalbert.lineage import refuse_trained_on
 
     started = time.perf_counter()
@@ -55,7 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend,
                            precision=config.precision)
     results = run_bench(encoder, tasks, render_command("kalbert bench run", config), started=started,
-                        cache_dir=config.cache_dir)
+                        cache_dir=config.cache_dir, rerank=load_rerank(config.rerank_model, config.rerank_depth))
     write_results(config.out, results)
     for record in results.results:
         value = "n/a" if record["value"] is None else f"{record['value']:.2f}"
@@ -68,7 +72,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from kalbert.bench import write_report
+    from kalbert.bench.cards import check_cards, write_cards
 
-    for path in write_report(args.results, args.out):
+    check_cards(args.cards)
+    for path in [*write_report(args.results, args.out), *write_cards(args.cards, args.results)]:
         print(f"wrote {path}")
     return 0

@@ -26,7 +26,9 @@ class KalbertParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         verbs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
         if verbs is not None and message.startswith("the following arguments are required"):
-            message = f"choose a {(verbs.metavar or 'noun').lower()}: {', '.join(verbs.choices)}"
+            # a verb's old name (an alias) runs the same parser: only its name is offered
+            names = [name for name, child in verbs.choices.items() if child.prog.rpartition(" ")[2] == name]
+            message = f"choose a {(verbs.metavar or 'noun').lower()}: {', '.join(names)}"
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -37,11 +39,12 @@ def add_noun(nouns, name: str, help: str, examples: str) -> Any:
     return parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
 
-def add_verb(verbs, name: str, help: str, example: str, func) -> argparse.ArgumentParser:
-    """A verb parser whose --help ends with a working example; ``command`` ("sbert sts") names its declared
-    inputs (:data:`kalbert.inputs.INPUTS`)."""
+def add_verb(verbs, name: str, help: str, example: str, func, aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A verb parser whose --help ends with a working example; ``command`` ("sbert train") names its declared
+    inputs (:data:`kalbert.inputs.INPUTS`); ``aliases`` are old names that still run it."""
     parser = verbs.add_parser(
         name,
+        aliases=list(aliases),
         help=help,
         description=help,
         epilog=f"example:\n  {example}",

@@ -21,8 +21,8 @@ from kalbert.cli.common import KalbertParser, check_args, complete_settings
 from kalbert.errors import KalbertError
 
 # One module per noun under kalbert/cli/, each with register(subparsers).
-NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "recipe", "bench", "mc", "qa", "sbert", "static", "search",
-         "teacher", "env"]
+NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "recipe", "bench", "mc", "qa", "rerank", "sbert", "static",
+         "search", "serve", "teacher", "env"]
 
 EPILOG = """examples:
   kalbert vocab build --lang ko --inputs kowiki nsmc --vocab-size 32000 --out vocab/ko-32k

@@ -1,19 +1,20 @@
-"""`kalbert sbert export|sts|distill|mine|average|widen`."""
+"""`kalbert sbert export|train|distill|mine|average|widen` (`sbert sts`: the old name of `sbert train`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from kalbert.artifact import read_meta
 from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
 
-HELP = ("sentence models: export, STS training, distillation, teacher-graded pair mining, weight averaging, "
-        "embedding widening")
+HELP = ("sentence models: export, training on pairs and question -> passage rows, distillation, teacher-graded "
+        "pair mining, weight averaging, embedding widening")
 
 
 def register(nouns) -> None:
     verbs = add_noun(nouns, "sbert", HELP, "kalbert sbert export --model outputs/pretrain-ko-tiny/model --out "
-                     "outputs/sbert-ko-tiny\n  kalbert sbert sts --model outputs/sbert-ko-tiny --train korsts "
+                     "outputs/sbert-ko-tiny\n  kalbert sbert train --model outputs/sbert-ko-tiny --train korsts "
                      "--out outputs/sbert-ko-tiny-sts")
 
     export = add_verb(
@@ -42,12 +43,17 @@ def register(nouns) -> None:
                              "`kalbert env` shows what this CPU has)")
     add_overwrite(export)
 
-    sts = add_verb(
-        verbs, "sts", "train a sentence model on STS (and NLI/paraphrase) pairs; keep the best dev checkpoint",
-        "kalbert sbert sts --model outputs/sbert-ko-tiny --train korsts --eval korsts:dev --test korsts:test "
-        "--out outputs/sbert-ko-tiny-sts", _sts)
-    add_config_arguments(sts, "kalbert.sentence.config:STSConfig", stage="sts")
-    add_overwrite(sts)
+    train = add_verb(
+        verbs, "train", "train a sentence model on graded pairs, NLI/paraphrase pairs and question -> passage rows; "
+        "keep the best dev checkpoint",
+        "kalbert sbert train --model outputs/sbert-ko-tiny --train korsts --eval korsts:dev --test korsts:test "
+        "--out outputs/sbert-ko-tiny-sts\n"
+        "  kalbert sbert train --model models/sbert-ko-zh-small --train korquad cmrc2018 drcd answers-ko answers-zh "
+        "korsts --eval korsts:dev korquad:val answers-ko:dev --negative-miner multilingual-e5-small "
+        "--score-teacher multilingual-e5-small --max-seq-length 256 --out outputs/sbert-retrieval",
+        _train, aliases=("sts",))
+    add_config_arguments(train, "kalbert.sentence.config:SentenceTrainConfig", stage="sts")
+    add_overwrite(train)
 
     distill = add_verb(
         verbs, "distill", "distil a teacher sentence model into a student on corpus and/or parallel sentences",
@@ -60,7 +66,7 @@ def register(nouns) -> None:
 
     mine = add_verb(
         verbs, "mine", "mine same-language sentence pairs from corpora by nearest neighbours and grade them with a "
-        "teacher, as a graded training file for `kalbert sbert sts --train FILE`",
+        "teacher, as a graded training file for `kalbert sbert train --train FILE`",
         "kalbert sbert mine --teacher outputs/teachers/me5-small-ft --corpus kowiki nsmc zh-laws zh-clue "
         "--max-sentences 200000 --pairs 50000 --neighbours 8 --out outputs/mined/ko-zh-ft.tsv", _mine)
     add_config_arguments(mine, "kalbert.sentence.mine:MineConfig")
@@ -121,10 +127,13 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sts(args: argparse.Namespace) -> int:
-    from kalbert.sentence.sts import summary, train_sts
+def _train(args: argparse.Namespace) -> int:
+    from kalbert.sentence.train import summary, train_sentence_model
 
-    print(summary(train_sts(config_from_args(args), overwrite=args.overwrite)))
+    if args.verb == "sts":
+        print("kalbert: note: `kalbert sbert sts` is now `kalbert sbert train`; the old name goes in the next release",
+              file=sys.stderr)
+    print(summary(train_sentence_model(config_from_args(args), overwrite=args.overwrite)))
     return 0
 
 
@@ -147,7 +156,7 @@ def _average(args: argparse.Namespace) -> int:
     print(f"averaged sentence model: {result.out} (loads with SentenceTransformer('{result.out}'))")
     for ref, score in result.scores.items():
         print(f"  {ref} {dev_metric(ref)}: {score:.4f}")
-    if len(result.scores) > 1:  # the figure `sbert sts` picks by, so an average and its sources compare at a glance
+    if len(result.scores) > 1:  # the figure `sbert train` picks by, so an average and its sources compare at a glance
         print(f"  dev score (mean of the --eval splits): {sum(result.scores.values()) / len(result.scores):.4f}")
     return 0
 
@@ -166,7 +175,7 @@ def _mine(args: argparse.Namespace) -> int:
           f"neighbours, {pairs['random']} random), record {record_beside(result.out)}")
     print(f"  score 0-5 = teacher cosine {score['cosine_at_0']:.4f}-{score['cosine_at_5']:.4f}, linear; "
           f"{result.record['sample']['heldout_dropped']} evaluation sentences left out of the sample")
-    print(f"  train with: kalbert sbert sts --train {result.out} ...")
+    print(f"  train with: kalbert sbert train --train {result.out} ...")
     return 0
 
 

@@ -48,8 +48,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _finetune(args: argparse.Namespace) -> int:
-    from kalbert.sentence.sts import summary
     from kalbert.sentence.teacher_finetune import finetune_teacher
+    from kalbert.sentence.train import summary
 
     print(summary(finetune_teacher(config_from_args(args), overwrite=args.overwrite)))
     return 0

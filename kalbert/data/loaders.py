@@ -3,6 +3,7 @@ multiple choice, extractive QA, parallel text), so nothing else in kalbert parse
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections import defaultdict
@@ -23,7 +24,15 @@ from kalbert.data.formats import (
     text_value,
     tsv_rows,
 )
-from kalbert.data.registry import DATASETS, QA_CARVES, article_parts, get_spec, list_datasets
+from kalbert.data.registry import (
+    DATASETS,
+    QA_CARVES,
+    article_parts,
+    get_spec,
+    list_datasets,
+    question_key,
+    question_parts,
+)
 from kalbert.data.roots import data_path
 from kalbert.errors import KalbertError
 
@@ -80,6 +89,16 @@ class QAExample:
     question: str
     answers: tuple[str, ...]
     answer_starts: tuple[int, ...]  # -1 where the answer text does not occur in the context
+
+
+@dataclass(frozen=True)
+class QAPair:
+    """A question and an answer written for it (not a span of a passage: it says it in other words)."""
+
+    question: str
+    answer: str
+    source: str
+    """the file's stem, e.g. naver_kin_qa"""
 
 
 @dataclass(frozen=True)
@@ -329,72 +348,9 @@ def load_pairs(name: str, split: str, root: str | Path | None = None) -> list[La
     return _load(name, split, root, _PAIR_READERS, "load_pairs")
 
 
-def load_graded(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, float]]:
-    """(sentence1, sentence2, score in [0, 1]) rows, the form graded-pair losses read: an STS set's pairs with
-    score / 5, a paraphrase-pair set's with its label (1 or 0)."""
-    if get_spec(name).kind == "sts":
-        return [(p.sentence1, p.sentence2, p.score / 5.0) for p in load_sts(name, split, root)]
-    return [(p.sentence1, p.sentence2, float(p.label)) for p in load_pairs(name, split, root)]
-
-
 def load_nli(name: str, split: str, root: str | Path | None = None) -> list[NLIPair]:
     """Premise/hypothesis pairs; rows without a gold label are left out."""
     return _load(name, split, root, _NLI_READERS, "load_nli")
-
-
-def load_nli_triplets(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, str | None]]:
-    """(premise, entailed hypothesis, a contradicted hypothesis of the same premise or None) rows: what
-    in-batch-negative losses read from an NLI set, the contradiction being the hard negative."""
-    by_premise: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for pair in load_nli(name, split, root):
-        by_premise[pair.premise][pair.label].append(pair.hypothesis)
-    rows = []
-    for premise, hypotheses in by_premise.items():
-        negatives = hypotheses["contradiction"]
-        rows += [(premise, positive, negatives[i % len(negatives)] if negatives else None)
-                 for i, positive in enumerate(hypotheses["entailment"])]
-    return rows
-
-
-def load_qa_triplets(name: str, split: str, root: str | Path | None = None) -> list[tuple[str, str, str | None]]:
-    """(question, its paragraph, another paragraph of the same article or None) rows: question -> passage
-    retrieval pairs from an extractive QA split, the neighbouring paragraph as the hard negative (same
-    subject and names, no answer). Nothing crosses the article carve, so test articles stay unseen."""
-    by_title: dict[str, list[str]] = defaultdict(list)
-    examples = load_qa(name, split, root)
-    for example in examples:
-        if example.context not in by_title[example.title]:
-            by_title[example.title].append(example.context)
-    rows = []
-    for example in examples:
-        paragraphs = by_title[example.title]
-        if len(paragraphs) < 2:
-            rows.append((example.question, example.context, None))
-            continue
-        place = paragraphs.index(example.context)
-        rows.append((example.question, example.context, paragraphs[(place + 1) % len(paragraphs)]))
-    return rows
-
-
-QUESTION_PASSAGE_PAIRS = ("kobest-boolq",)
-"""pair sets that also train as question -> passage rows: every BoolQ question, answered yes or no, is about its
-passage (Korean Wikipedia), the topic match retrieval needs"""
-
-
-def trains_as(name: str) -> str:
-    """The kind a registered set trains as: BoolQ and the corpora as question -> passage rows (``qa``; a corpus's
-    are made by :mod:`kalbert.sentence.corpus_questions`), every other set as its registry kind."""
-    kind = get_spec(name).kind
-    return "qa" if name in QUESTION_PASSAGE_PAIRS or kind == "corpus" else kind
-
-
-def load_question_passages(name: str, split: str, root: str | Path | None = None
-                           ) -> list[tuple[str, str, str | None]]:
-    """(question, its passage, a hard negative or None) rows of a question -> passage set: a QA split's
-    (:func:`load_qa_triplets`) or, for BoolQ, each question with its passage and no negative."""
-    if name in QUESTION_PASSAGE_PAIRS:
-        return [(example.question, example.passage, None) for example in load_boolq(name, split, root)]
-    return load_qa_triplets(name, split, root)
 
 
 def load_mc(name: str, split: str, root: str | Path | None = None) -> list[MCExample]:
@@ -436,6 +392,58 @@ def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExa
     parts = article_parts(record.title for rel in carve.sources for record in records[rel])
     return [record for rel, _ in files for record in records[rel]
             if rel not in carve.sources or parts[record.title] == carve.part]
+
+
+def load_answers(name: str, split: str, root: str | Path | None = None) -> list[QAPair]:
+    """Question -> answer pairs of a split carved by question (:func:`kalbert.data.registry.question_parts`) from
+    every file of the set; a question's answers are all in one split."""
+    spec = get_spec(name)
+    if spec.kind != "answers":
+        raise KalbertError(f"load_answers cannot read '{name}' (a {spec.kind} data set)",
+                           f"load_answers reads: {', '.join(list_datasets('answers'))}")
+    pairs = [record for path in data_path(name, split, root) for record in _answer_file(path)]
+    parts = question_parts(pair.question for pair in pairs)
+    return [pair for pair in pairs if parts[question_key(pair.question)] == split]
+
+
+def _answer_file(path: Path) -> list[QAPair]:
+    source = path.name.split(".")[0]
+    return read_records(path, tsv_rows(path, header=True),
+                        lambda r: QAPair(text_value(r["question"]), text_value(r["answer"]), source))
+
+
+ANSWER_POOL_MIN = 2000
+"""answers a question -> answer retrieval pool holds at least: train-carve answers fill it up when the dev and test
+carves have fewer (Korean), so a question is not ranked among a few hundred answers only"""
+
+
+@dataclass(frozen=True)
+class AnswerPool:
+    """A question -> answer retrieval split: its questions, the answers they are ranked among, and which of those
+    answer each question (a question may have several)."""
+
+    questions: list[str]
+    answers: list[str]
+    relevant: list[list[int]]
+    """per question, the indices in ``answers`` of its own answers"""
+
+
+def answer_pool(name: str, split: str, root: str | Path | None = None) -> AnswerPool:
+    """Each question of ``split`` (dev or test) against every distinct answer of the set's dev and test carves, plus
+    train-carve answers (in a fixed hash order) up to :data:`ANSWER_POOL_MIN`. Dev and test share the pool, so their
+    scores are comparable; test answers among dev's candidates are distractors only, never relevant."""
+    carves = {part: load_answers(name, part, root) for part in ("dev", "test")}
+    answers = list(dict.fromkeys(pair.answer for part in ("dev", "test") for pair in carves[part]))
+    if len(answers) < ANSWER_POOL_MIN:
+        seen = set(answers)
+        fill = sorted({pair.answer for pair in load_answers(name, "train", root)} - seen,
+                      key=lambda text: hashlib.sha256(text.encode()).hexdigest())
+        answers += fill[: ANSWER_POOL_MIN - len(answers)]
+    place = {text: i for i, text in enumerate(answers)}
+    by_question: dict[str, list[int]] = defaultdict(list)
+    for pair in carves[split]:
+        by_question[pair.question].append(place[pair.answer])
+    return AnswerPool(list(by_question), answers, [sorted(set(ids)) for ids in by_question.values()])
 
 
 def load_parallel(name: str, root: str | Path | None = None) -> ParallelSet:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kalbert.data.loaders import BLANK, QUESTION_PASSAGE_PAIRS, load_boolq, load_mc, load_qa
+from kalbert.data.loaders import BLANK, load_boolq, load_mc, load_qa
 from kalbert.data.registry import DATASETS, QA_CARVES
 from kalbert.data.roots import data_path
 from kalbert.data.script import TRADITIONAL, to_simplified
@@ -55,6 +55,8 @@ from kalbert.errors import KalbertError
 
 log = logging.getLogger(__name__)
 PASSAGE_KINDS = ("qa", "mc")
+PASSAGE_PAIRS = ("kobest-boolq",)
+"""pair sets whose rows carry a passage (BoolQ's Korean Wikipedia passages), indexed like the QA and MC ones"""
 PICKING_SPLITS = ("dev",)
 """MC dev splits pick the epoch; their passages stay out of corpora too"""
 MIN_CHARS = 20
@@ -86,7 +88,7 @@ def passage_splits() -> list[tuple[str, str]]:
     whole split it is cut from (``korquad:dev``, ``cmrc2018:dev``, ``drcd:all``)."""
     splits = []
     for name, spec in DATASETS.items():
-        if spec.kind not in PASSAGE_KINDS and name not in QUESTION_PASSAGE_PAIRS:
+        if spec.kind not in PASSAGE_KINDS and name not in PASSAGE_PAIRS:
             continue
         splits += [(name, split) for split in spec.splits if (name, split) not in QA_CARVES
                    and (split in spec.eval_splits or split in PICKING_SPLITS)]

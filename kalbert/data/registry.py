@@ -3,7 +3,8 @@ never trained on.
 
 Configs and commands name data (``korsts:test``, ``c3:dev``, ``kowiki``) instead of paths, so the same
 experiment runs on a laptop, in CI and on a GPU machine. QA dev files are divided by article into named
-train/val/test parts (``QA_CARVES``), fixed on every machine."""
+train/val/test parts (``QA_CARVES``), question -> answer sets by question (``question_parts``), fixed on every
+machine."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kalbert.errors import KalbertError
 
-KINDS = ("corpus", "sts", "pairs", "nli", "mc", "qa", "parallel")
+KINDS = ("corpus", "sts", "pairs", "nli", "mc", "qa", "answers", "parallel")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ _KORQUAD_DEV = "bench/ko/korquad/KorQuAD_v1.0_dev.json"
 _CMRC_DEV = "bench/zh/cmrc2018/cmrc2018_dev.json"
 _CMRC_TRIAL = "bench/zh/cmrc2018/cmrc2018_trial.json"
 _DRCD = ("bench/zh/drcd/DRCD_dev.json", "bench/zh/drcd/DRCD_test.json")
+_ANSWERS_KO = tuple(f"train/qa/ko/{f}.tsv" for f in ("naver_kin_qa", "hrc_human_rights_qa", "hrc_counsel_cases"))
+_ANSWERS_ZH = tuple(f"train/qa/zh/{f}.tsv" for f in (
+    "toyhom_medical_dialogue", "lawyer_llama_legal_consult", "huatuo_med_instruct", "alpaca_zh_questions",
+    "medicalgpt_medical_sft_1k", "moss_sft_helpful_zh", "chatmed_consult_sample"))
 _DATASETS = [
     _spec("kowiki", "corpus", "ko", {"all": "corpus/ko/kowiki.txt.gz"},
           "https://github.com/97danielj/WordEmbedding", "CC BY-SA",
@@ -175,6 +180,19 @@ _DATASETS = [
     _spec("chinesests", "sts", "zh", {"train": "bench/zh/chinesests/simtrain.tsv"},
           "https://github.com/IAdmireu/ChineseSTS", "citation requested",
           "ChineseSTS sentence pairs, scores 0-5 (nearly all 0 or 5)"),
+    # Question -> answer pairs (../shared/data/train/qa): questions asked before their answer existed, so the answer
+    # says it in other words. No split of their own: train/dev/test are fixed parts by question (question_parts).
+    _spec("answers-ko", "answers", "ko", dict.fromkeys(("train", "dev", "test"), _ANSWERS_KO),
+          "https://github.com/CertifiedJoon/open-assistant-data-crawling",
+          "research use (Naver KiN); CC BY-SA 4.0 (HRC)",
+          "Korean question -> answer pairs: Naver KiN questions with their answers, human-rights questions and "
+          "counselling cases with NHRCK answers (HRC, github human-rights-corpus/HRC); dev/test carved by question",
+          ["test"]),
+    _spec("answers-zh", "answers", "zh", dict.fromkeys(("train", "dev", "test"), _ANSWERS_ZH),
+          "https://github.com/Toyhom/Chinese-medical-dialogue-data", "MIT / Apache-2.0 / research use (per file)",
+          "Chinese question -> answer pairs: patients' questions with doctors' answers (Toyhom, MedicalGPT, ChatMed), "
+          "legal consultations (lawyer-llama), medical instructions (Huatuo), Alpaca and MOSS questions; dev/test "
+          "carved by question", ["test"]),
     _spec("stsb-en", "sts", "en", {**_each("bench/en/stsb/stsb-en-{}.csv"),
                                    "all": "bench/en/stsb/stsbenchmark.tsv.gz"},
           "https://ixa2.si.ehu.eus/stswiki/index.php/STSbenchmark", "CC BY-SA 4.0 (scores)",
@@ -236,6 +254,31 @@ def article_parts(titles: Iterable[str]) -> dict[str, str]:
     n_test = round(QA_TEST_SHARE * len(order))
     n_val = round(QA_VAL_SHARE * (len(order) - n_test))
     return {t: "test" if i < n_test else "val" if i < n_test + n_val else "train" for i, t in enumerate(order)}
+
+
+ANSWERS_CARVE_SEED = "kalbert-answers-v1"
+ANSWERS_TEST = (0.15, 1500)
+"""share of a question -> answer set's distinct questions in its test part, and the most it takes"""
+ANSWERS_DEV = (0.10, 1000)
+"""share of the distinct questions in the dev part (decisions), and the most it takes; the rest is train"""
+
+
+def question_key(question: str) -> str:
+    """What makes two questions the same one: their text without whitespace."""
+    return "".join(question.split())
+
+
+def question_parts(questions: Iterable[str]) -> dict[str, str]:
+    """:func:`question_key` -> "train", "dev" or "test"; fixed for a given set of questions on every machine.
+
+    Questions are ordered by the SHA-256 of ``ANSWERS_CARVE_SEED`` and their key: the first ``ANSWERS_TEST`` share
+    (capped) is test, the next ``ANSWERS_DEV`` share (capped) dev, the rest train. A question's answers stay
+    together, so no tested question was seen with another of its answers."""
+    keys = sorted({question_key(q) for q in questions},
+                  key=lambda k: hashlib.sha256(f"{ANSWERS_CARVE_SEED}\0{k}".encode()).hexdigest())
+    n_test = min(round(ANSWERS_TEST[0] * len(keys)), ANSWERS_TEST[1])
+    n_dev = min(round(ANSWERS_DEV[0] * len(keys)), ANSWERS_DEV[1])
+    return {k: "test" if i < n_test else "dev" if i < n_test + n_dev else "train" for i, k in enumerate(keys)}
 
 
 def list_datasets(kind: str | None = None) -> list[str]:

@@ -35,9 +35,10 @@ from kalbert.search.model import Prompts, check_model, model_prompts
 from kalbert.search.passages import split_passages, token_counter
 from kalbert.search.store import PassageStore, write_store
 from kalbert.sentence import Backend
-from kalbert.sentence.encoder import default_sentence_model, load_sentence_model, token_limit
+from kalbert.sentence.encoder import default_sentence_model, load_sentence_model
 from kalbert.shards import Shard, in_share, parse_shard
 from kalbert.stage import missing_fields, write_record
+from kalbert.teachers.encoders import token_limit
 
 log = logging.getLogger(__name__)
 INDEX_FORMAT = "kalbert-search-index/2"
@@ -85,6 +86,19 @@ class SearchBuildConfig:
     def __post_init__(self) -> None:
         if isinstance(self.corpus, str):  # the Python API's one source
             self.corpus = [self.corpus]
+
+    @staticmethod
+    def upgrade_values(values: dict) -> dict:
+        """A recorded config from before --refine (IVF-PQ's ``rerank``) in today's settings."""
+        values = dict(values)
+        nested = values.get("engine_settings")
+        if isinstance(nested, dict) and "rerank" in nested:
+            nested = dict(nested)
+            nested.setdefault("refine", nested.pop("rerank"))
+            values["engine_settings"] = nested
+        if "rerank" in values:
+            values.setdefault("refine", values.pop("rerank"))
+        return values
 
 
 def work_folder(out: str | Path) -> Path:

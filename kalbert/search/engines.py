@@ -1,15 +1,18 @@
-"""The faiss engines: exact (flat, float16), HNSW (float16 vectors) and IVF-PQ (PQ codes, re-ranked).
+"""The faiss engines: exact (flat, float16), HNSW (float16 vectors) and IVF-PQ (PQ codes, refined).
 
 Each writes one ``ENGINE.faiss`` file opened with ``IO_FLAG_MMAP``, so an index larger than RAM opens and
 the page cache holds what queries touch. Vectors are unit length and scored by inner product (cosine).
-IVF-PQ is trained on a sample and re-ranks its ``rerank * k`` candidates against the float16 vectors on
-disk, so its recall is that of its candidate list, not of 8-bit codes.
+IVF-PQ is trained on a sample and refines its ``refine * k`` candidates against the float16 vectors on
+disk (faiss's "refine" step), so its recall is that of its candidate list, not of 8-bit codes. A search may
+be limited to some rows (deleted documents left out, metadata filters): faiss skips the others while it
+searches, or, where few rows are allowed, they are scored exactly by themselves.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import InitVar, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +26,8 @@ EXACT_UP_TO = 300_000
 """``auto`` picks exact search up to this many passages, HNSW above"""
 ADD_ROWS = 65536
 TRAIN_ROWS = 100_000
+EXACT_SUBSET = 20_000
+"""a search limited to at most this many rows scores them exactly instead of walking the engine"""
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,16 @@ class EngineSettings:
     """IVF-PQ: bytes per vector code, a divisor of the dimension (0: dimension / 4)."""
     nprobe: int = 0
     """IVF-PQ: lists scanned per query (0: a sixteenth of the lists, at least 64)."""
-    rerank: int = 10
-    """IVF-PQ: candidates per hit re-scored against the float16 vectors."""
+    refine: int = 10
+    """IVF-PQ: candidates per hit re-scored against the float16 vectors (faiss's refine step)."""
+    rerank: InitVar[int | None] = None
+    """the name ``refine`` had before reranking meant cross-encoders (kalbert.rerank); deprecated"""
+
+    def __post_init__(self, rerank: int | None) -> None:
+        if rerank is not None:
+            warnings.warn("EngineSettings(rerank=...) is deprecated: use refine=...", DeprecationWarning,
+                          stacklevel=3)
+            object.__setattr__(self, "refine", rerank)
 
 
 def pick_engine(engine: Engine, passages: int) -> str:
@@ -91,7 +104,7 @@ def build_faiss(engine: str, vectors: np.ndarray, path: Path, settings: EngineSe
         sample = np.sort(np.random.default_rng(0).choice(count, size=min(count, TRAIN_ROWS), replace=False))
         index.train(np.asarray(vectors[sample], dtype=np.float32))
         nprobe = min(settings.nprobe or max(64, lists // 16), lists)
-        params = {"lists": lists, "pq_bytes": pq, "nprobe": nprobe, "rerank": settings.rerank,
+        params = {"lists": lists, "pq_bytes": pq, "nprobe": nprobe, "refine": settings.refine,
                   "trained_on": len(sample)}
     else:
         raise KalbertError(f"unknown engine {engine!r}", f"use one of {', '.join(FAISS_ENGINES)} or milvus")
@@ -101,11 +114,25 @@ def build_faiss(engine: str, vectors: np.ndarray, path: Path, settings: EngineSe
     return params
 
 
+def refine_factor(params: dict[str, Any]) -> int:
+    """An IVF-PQ index's refine factor, under its name before or after the rename."""
+    return int(params.get("refine", params.get("rerank", 10)))
+
+
+def _selector(faiss, allowed: np.ndarray):
+    """A faiss selector of the rows where ``allowed`` (bool) is true; the bitmap it reads is kept alive beside it."""
+    bits = np.packbits(allowed, bitorder="little")
+    selector = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bits))
+    selector.bits_ref = bits
+    return selector
+
+
 class FaissSearcher:
-    """A memory-mapped faiss index; ``vectors`` (the float16 rows) re-rank IVF-PQ candidates."""
+    """A memory-mapped faiss index; ``vectors`` (the float16 rows) refine IVF-PQ candidates and score small
+    allowed subsets exactly."""
 
     def __init__(self, engine: str, path: Path, params: dict[str, Any], vectors: np.ndarray) -> None:
-        faiss = faiss_module()
+        self.faiss = faiss = faiss_module()
         try:
             self.index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
         except RuntimeError as exc:
@@ -120,11 +147,41 @@ class FaissSearcher:
         elif engine == "ivfpq":
             self.index.nprobe = params["nprobe"]
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` (scores, rows) of unit-length float32 ``queries``; rows -1 where fewer were found."""
+    def _parameters(self, allowed: np.ndarray | None):
+        """faiss search parameters limited to ``allowed`` rows, with the engine's own settings (faiss resets
+        them to its defaults when parameters are given)."""
+        if allowed is None:
+            return None
+        selector = _selector(self.faiss, allowed)
+        if self.engine == "hnsw":
+            return self.faiss.SearchParametersHNSW(sel=selector, efSearch=self.params["ef_search"])
+        if self.engine == "ivfpq":
+            return self.faiss.SearchParametersIVF(sel=selector, nprobe=self.params["nprobe"])
+        return self.faiss.SearchParameters(sel=selector)
+
+    def _exact_subset(self, queries: np.ndarray, k: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        found = np.full((len(queries), k), -1, dtype=np.int64)
+        if len(rows):
+            cosines = queries @ np.asarray(self.vectors[rows], dtype=np.float32).T
+            for i, row in enumerate(cosines):
+                order = np.lexsort((rows, -row))[:k]
+                scores[i, : len(order)], found[i, : len(order)] = row[order], rows[order]
+        return scores, found
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None,
+               refine: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` (scores, rows) of unit-length float32 ``queries``, only among ``allowed`` rows (bool, None:
+        all); rows -1 where fewer were found. ``refine`` overrides an IVF-PQ index's refine factor."""
+        if allowed is not None:
+            subset = np.flatnonzero(allowed)
+            if len(subset) <= EXACT_SUBSET:
+                return self._exact_subset(queries, k, subset)
+        parameters = self._parameters(allowed)
         if self.engine != "ivfpq":
-            return self.index.search(queries, k)
-        _, candidates = self.index.search(queries, min(k * self.params["rerank"], self.index.ntotal))
+            return self.index.search(queries, k, params=parameters)
+        depth = min(k * (refine or refine_factor(self.params)), self.index.ntotal)
+        _, candidates = self.index.search(queries, depth, params=parameters)
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
         rows = np.full((len(queries), k), -1, dtype=np.int64)
         for i, found in enumerate(candidates):

@@ -2,12 +2,18 @@
 
 A file path as URI runs the embedded Milvus Lite (one process, one file); ``http://host:19530`` is a
 Milvus server or cluster, which is how an index outgrows one machine. The index folder keeps the record
-(model, prompts, URI, collection) and the build's passages; queries read hits from Milvus alone.
+(model, prompts, URI, collection) and the build's passages; dense queries read hits from Milvus alone, and
+documents are added and deleted in Milvus itself, so every process querying the collection sees them at
+once. Passages added after the build get row keys from a hash (above the build's rows): no process needs to
+ask another for a free one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +21,15 @@ from typing import Any
 import numpy as np
 
 from kalbert.errors import KalbertError
+from kalbert.search.changes import AddedDocument
 from kalbert.search.store import PassageStore
 
 INSERT_ROWS = 2000
 MAX_PASSAGE_BYTES = 65535
 CONNECT_SECONDS = 10.0
+ADDED_ROWS = 1 << 62
+"""row keys of passages added after the build start here (the build's rows count from 0)"""
+QUERY_LIMIT = 16384
 
 
 def _is_server(uri: str) -> bool:
@@ -101,8 +111,17 @@ def build_milvus(uri: str, collection: str, store: PassageStore, vectors: np.nda
     client.close()
 
 
+def _added_row(document_id: str, passage: int, write: str) -> int:
+    digest = hashlib.blake2b(f"{write}\0{document_id}\0{passage}".encode(), digest_size=8).digest()
+    return ADDED_ROWS | (int.from_bytes(digest, "big") & (ADDED_ROWS - 1))
+
+
+def _text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 class MilvusSearcher:
-    """Queries against a collection; hits carry their passage, document and metadata."""
+    """Queries and writes against a collection; hits carry their passage, document and metadata."""
 
     FIELDS = ["document", "passage", "start", "end", "metadata"]
 
@@ -113,9 +132,61 @@ class MilvusSearcher:
         self.client.load_collection(collection)
         self.collection = collection
 
-    def search(self, queries: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
-        """Per query, up to ``k`` dicts: row, score and the stored fields."""
+    def search(self, queries: np.ndarray, k: int, expression: str = "") -> list[list[dict[str, Any]]]:
+        """Per query, up to ``k`` dicts: row, score and the stored fields, among the rows ``expression`` keeps."""
         found = self.client.search(self.collection, data=queries.tolist(), limit=k, output_fields=self.FIELDS,
-                                   search_params={"metric_type": "IP"})
+                                   filter=expression, search_params={"metric_type": "IP"})
         return [[{"row": int(hit["row"]) if "row" in hit else int(hit["id"]), "score": float(hit["distance"]),
                   **hit["entity"]} for hit in hits] for hits in found]
+
+    def _rows_of(self, ids: list[str]) -> dict[str, list[int]]:
+        found = self.client.query(self.collection, filter=f"document in [{', '.join(map(_text, ids))}]",
+                                  output_fields=["row", "document"], limit=QUERY_LIMIT)
+        rows: dict[str, list[int]] = {}
+        for item in found:
+            rows.setdefault(item["document"], []).append(int(item["row"]))
+        return rows
+
+    def existing(self, rows: list[int]) -> set[int]:
+        """Which of ``rows`` the collection still holds."""
+        found = self.client.query(self.collection, filter=f"row in {list(map(int, rows))}", output_fields=["row"],
+                                  limit=len(rows))
+        return {int(item["row"]) for item in found}
+
+    def document(self, document_id: str) -> dict[str, Any] | None:
+        found = self.client.query(self.collection, filter=f"document == {_text(document_id)}",
+                                  output_fields=self.FIELDS, limit=QUERY_LIMIT)
+        if not found:
+            return None
+        found.sort(key=lambda item: item["start"])
+        return {"id": document_id, "metadata": found[0]["metadata"] or {},
+                "passages": [{"passage": f["passage"], "start": f["start"], "end": f["end"]} for f in found]}
+
+    def add_documents(self, documents: list[AddedDocument]) -> list[dict[str, Any]]:
+        """Insert the documents' passages, then delete the passages of the versions they replace (killed in
+        between, a document is there twice until it is written again, never missing)."""
+        old = self._rows_of([document.id for document in documents])
+        write = uuid.uuid4().hex
+        rows = [{"row": _added_row(document.id, i, write), "vector": vector.tolist(), "document": document.id,
+                 "passage": document.text[a:b].encode("utf-8")[:MAX_PASSAGE_BYTES].decode("utf-8", errors="ignore"),
+                 "start": a, "end": b, "metadata": document.metadata}
+                for document in documents for i, ((a, b), vector) in enumerate(zip(document.spans, document.vectors,
+                                                                                   strict=True))]
+        self.client.insert(self.collection, rows)
+        stale = [row for document_rows in old.values() for row in document_rows]
+        if stale:
+            self.client.delete(self.collection, ids=stale)
+        self.client.flush(self.collection)
+        return [{"id": d.id, "status": "replaced" if d.id in old else "added", "passages": len(d.spans)}
+                for d in documents]
+
+    def delete_documents(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Delete documents by id; an id the collection does not hold refuses the whole delete."""
+        rows = self._rows_of(ids)
+        missing = [document_id for document_id in ids if document_id not in rows]
+        if missing:
+            raise KalbertError(f"no document {missing[0]!r} in Milvus collection {self.collection}",
+                               "nothing was deleted; give ids the index holds")
+        self.client.delete(self.collection, ids=[row for found in rows.values() for row in found])
+        self.client.flush(self.collection)
+        return [{"id": document_id, "status": "deleted"} for document_id in ids]

@@ -36,7 +36,7 @@ def check_model(folder: str | Path) -> dict[str, Any]:
         read_meta(path, expect=SENTENCE_KINDS)
     elif not is_sentence_model(path):
         raise KalbertError(f"{path} is not a sentence model (no {META_FILE} or {MODULES_FILE})",
-                           "make one with `kalbert sbert export|sts|distill` or `kalbert static distill|train`")
+                           "make one with `kalbert sbert export|train|distill` or `kalbert static distill|train`")
     identity = parent(path)
     identity["path"] = str(path.resolve())
     return identity

@@ -39,22 +39,38 @@ class StoreCounts:
 def write_store(folder: Path, documents: Iterable[tuple[Document, list[Span]]], limit: int | None) -> StoreCounts:
     """Write the passages of ``documents`` (each with its spans), at most ``limit`` of them."""
     seen: set[bytes] = set()
+    duplicates = 0
+
+    def unseen(document: Document, spans: list[Span]) -> Iterator[tuple[str, int, int]]:
+        nonlocal duplicates
+        for start, end in spans:
+            text = document.text[start:end]
+            key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+            if key in seen:
+                duplicates += 1
+                continue
+            seen.add(key)
+            yield text, start, end
+
+    records = (({"id": document.id, "metadata": document.metadata}, unseen(document, spans))
+               for document, spans in documents)
+    documents_written, passages_written = write_passages(folder, records, limit)
+    return StoreCounts(documents_written, passages_written, duplicates)
+
+
+def write_passages(folder: Path, documents: Iterable[tuple[dict[str, Any], Iterable[tuple[str, int, int]]]],
+                   limit: int | None = None) -> tuple[int, int]:
+    """Write documents (``{"id", "metadata"}`` records, each with its (text, start, end) passages; one without
+    passages is left out), at most ``limit`` passages; return how many documents and passages were written."""
     passage_offsets, document_offsets = array("q", [0]), array("q", [0])
     table: list[tuple[int, int, int]] = []
-    duplicates = 0
     with open(folder / PASSAGES, "wb") as passages, open(folder / DOCUMENTS, "wb") as docs:
-        for document, spans in documents:
+        for record, items in documents:
             if limit is not None and len(table) >= limit:
                 break
             row = len(document_offsets) - 1
             kept = 0
-            for start, end in spans:
-                text = document.text[start:end]
-                key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-                if key in seen:
-                    duplicates += 1
-                    continue
-                seen.add(key)
+            for text, start, end in items:
                 passages.write(text.replace("\n", _LINE_BREAK).replace("\r", " ").encode("utf-8") + b"\n")
                 passage_offsets.append(passages.tell())
                 table.append((row, start, end))
@@ -62,13 +78,12 @@ def write_store(folder: Path, documents: Iterable[tuple[Document, list[Span]]], 
                 if limit is not None and len(table) >= limit:
                     break
             if kept:
-                record = {"id": document.id, "metadata": document.metadata}
                 docs.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
                 document_offsets.append(docs.tell())
     np.save(folder / PASSAGE_OFFSETS, np.frombuffer(passage_offsets, dtype=np.int64))
     np.save(folder / DOCUMENT_OFFSETS, np.frombuffer(document_offsets, dtype=np.int64))
     np.save(folder / PASSAGE_TABLE, np.array(table, dtype=_TABLE))
-    return StoreCounts(len(document_offsets) - 1, len(table), duplicates)
+    return len(document_offsets) - 1, len(table)
 
 
 def _lines(path: Path, offsets: np.ndarray, start: int, stop: int) -> list[str]:
@@ -109,6 +124,12 @@ class PassageStore:
     def iter_passages(self, chunk: int = 65536) -> Iterator[str]:
         for start in range(0, len(self), chunk):
             yield from self.passages(start, min(start + chunk, len(self)))
+
+    def documents(self) -> Iterator[dict[str, Any]]:
+        """Every document record (id, metadata), in row order."""
+        with open(self.folder / DOCUMENTS, "rb") as handle:
+            for line in handle:
+                yield json.loads(line)
 
     def document(self, row: int) -> dict[str, Any]:
         return json.loads(_lines(self.folder / DOCUMENTS, self.document_offsets, row, row + 1)[0])

@@ -1,5 +1,5 @@
 """Sentence models: export ALBERT checkpoints to SentenceTransformer folders, train them on STS/NLI
-pairs, distil a teacher into them, guard against collapse, and search with them.
+pairs, distil a teacher into them, and guard against collapse (search with them: :mod:`kalbert.search`).
 
 Names are imported on first use, so ``import kalbert.sentence`` does not pull in torch.
 """
@@ -13,10 +13,9 @@ from typing import Any, Literal
 _WHERE = {
     "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "folder",
     "ExportConfig": "export", "export_sentence_model": "export", "build_sentence_model": "export",
-    "STSConfig": "config", "STSResult": "sts", "train_sts": "sts",
+    "SentenceTrainConfig": "config", "SentenceTrainResult": "train", "train_sentence_model": "train",
     "DistillConfig": "config", "DistillResult": "distill", "distill_student": "distill",
     "LoopConfig": "config", "check_collapse": "collapse", "evaluate_sts": "evaluate",
-    "SearchBuildConfig": "search", "SearchIndex": "search", "build_index": "search", "search_index": "search",
 }
 # How a sentence model runs (load_sentence_model's backend): here, so the CLI can offer them without importing numpy.
 Backend = Literal["torch", "onnx", "onnx-int8"]

@@ -35,7 +35,7 @@ class AverageConfig:
     """Which sentence models to average, with what weights."""
 
     models: list[str]
-    """Sentence-model folders fine-tuned from one starting point (e.g. two `kalbert sbert sts` passes)."""
+    """Sentence-model folders fine-tuned from one starting point (e.g. two `kalbert sbert train` passes)."""
     out: str
     """Output folder: a SentenceTransformer folder with the averaged weights, kalbert.json and a card."""
     weights: list[float] = field(default_factory=list)
@@ -52,7 +52,7 @@ def _check_same_shape(folders: list[Path]) -> None:
     for folder in folders:
         if not is_sentence_model(folder):
             raise KalbertError(f"{folder} is not a sentence model (no modules.json)",
-                               "average folders made by `kalbert sbert export|sts|distill`")
+                               "average folders made by `kalbert sbert export|train|distill`")
     first = folders[0]
     for folder in folders[1:]:
         for name in _SAME_FILES:

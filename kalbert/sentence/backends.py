@@ -60,7 +60,7 @@ class OnnxExportConfig:
     """What to export: a sentence-model folder in, a copy with ONNX files out."""
 
     model: str
-    """Sentence-model folder (``modules.json``), e.g. the output of ``kalbert sbert sts|distill``."""
+    """Sentence-model folder (``modules.json``), e.g. the output of ``kalbert sbert train|distill``."""
     out: str
     """Output folder: a copy of ``model`` with ``onnx/`` files added (may be ``model`` itself, with overwrite)."""
     quantize: Literal["int8"] | None = None

@@ -1,4 +1,4 @@
-"""The configs of the sentence-model training verbs (`kalbert sbert sts`, `sbert distill`, `teacher finetune`).
+"""The configs of the sentence-model training verbs (`kalbert sbert train`, `sbert distill`, `teacher finetune`).
 
 Apart from the code that runs them, which imports torch, so that a verb's --help and its input checks
 (:mod:`kalbert.inputs`) come before any of it; the running modules import them from here.
@@ -9,15 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kalbert.rows.config import RowsConfig
 from kalbert.sentence.export import Pooling
 from kalbert.teachers.backends import E5_NAME, TeacherBackend
 from kalbert.training.config import LoopConfig
 
 STSLoss = Literal["cosent", "angle", "cosine"]
-PairLoss = Literal["mnrl", "graded"]
 DistillLoss = Literal["similarity", "mse", "infonce"]
 OnCollapse = Literal["stop", "warn"]
-CorpusRows = Literal["inverse-cloze", "cloze-questions"]
 TEACHER_TRAIN = ("korsts", "stsb-zh", "cnsd-stsb", "afqmc", "kornli:dev")
 """graded STS (CoSENT) and paraphrase / NLI pairs (in-batch negatives); KorNLI dev is never reported"""
 TEACHER_DEV = ("korsts:dev", "stsb-zh:dev", "cnsd-stsb:dev")
@@ -25,18 +24,18 @@ TEACHER_TEST = ("korsts:test", "stsb-zh:test", "cnsd-stsb:test", "klue-sts:dev")
 
 
 @dataclass
-class STSConfig:
-    """STS/NLI training of a sentence model."""
+class SentenceTrainConfig:
+    """Training a sentence model on graded pairs, NLI and paraphrase pairs and question -> passage rows."""
 
     model: str
     """A sentence-model folder (export/distill output) or a plain ALBERT checkpoint (wrapped with ``pooling``)."""
     out: str
     """Output sentence-model folder (the best evaluated checkpoint)."""
     train: list[str] = field(default_factory=lambda: ["korsts:train"])
-    """Training sets: STS (graded), NLI, paraphrase-pair or QA names (a QA set trains question -> paragraph
-    search on its train articles; kobest-boolq too; a corpus such as kowiki, ``corpus_rows`` rows, --max-rows of
-    them or 2,000), split after ':' (default: train), or graded-pair TSV files
-    (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
+    """Training sets: STS (graded), NLI, paraphrase-pair, QA or question -> answer names (a QA set trains question ->
+    paragraph search on its train articles, a question -> answer set question -> answer search on its train carve;
+    a corpus such as kowiki gives ``corpus_rows`` sentences against the rest of their paragraph), split after ':'
+    (default: train), or graded-pair TSV files (sentence1, sentence2, score 0-5; e.g. from `kalbert sbert mine`)."""
     eval: str | list[str] = "korsts:dev"
     """Dev split that picks the best checkpoint: STS (Spearman) or a QA set's val articles as retrieval (nDCG@10,
     e.g. korquad:val); several (e.g. korsts:dev korquad:val): their mean picks."""
@@ -44,43 +43,22 @@ class STSConfig:
     """STS splits scored once with the best checkpoint and recorded (e.g. korsts:test); never trained on."""
     loss: STSLoss = "cosent"
     """Loss for graded pairs."""
-    pair_loss: PairLoss = "mnrl"
-    """How paraphrase-pair sets (AFQMC, ATEC, PAWS-X) train: mnrl (their paraphrases, with in-batch
-    negatives) or graded (every pair, scored 1 or 0, with ``loss``: their non-paraphrases are questions that
-    share most words yet ask something else, the hard negatives in-batch sampling never finds)."""
+    rows: RowsConfig = field(default_factory=RowsConfig)
+    """How the training sets become rows (:mod:`kalbert.rows`)."""
     query_prompt: str | None = None
     """Prompt stored in the model for queries (``encode_query``; e.g. "query: "); None keeps the model's own."""
     passage_prompt: str | None = None
     """Prompt stored in the model for passages (``encode_document``; e.g. "passage: "); None keeps the model's."""
-    negative_miner: str | None = None
-    """Teacher that picks each QA question's hard negative (e.g. multilingual-e5-small, with its prompts): the
-    paragraph of the split's articles it ranks highest, skipping any it scores at or above ``negative_margin`` x
-    the question's own paragraph (likely answers too); None: the next paragraph of the same article."""
-    negative_margin: float = 0.99
-    """Share of the teacher's score for a question's own paragraph that a mined negative must stay under (0.99 fits
-    e5's crowded cosines; 1.0 is GISTEmbed's rule: only paragraphs scored above the question's own are passed over)."""
     mini_batch_size: int | None = None
     """Rows the in-batch-negative losses (NLI, pairs, QA) encode at a time (CachedMultipleNegativesRankingLoss,
     GradCache): a batch larger than memory allows, e.g. 256 passages of 256 tokens on a small machine, keeps every
     row's in-batch negatives and the same gradients; None: the whole batch at once (MultipleNegativesRankingLoss)."""
-    score_teacher: str | None = None
-    """Teacher whose scores the QA rows also distil (e.g. multilingual-e5-small, with its prompts): the student
-    matches its softmax over every paragraph of the batch (KL at ``score_temperature``) beside the in-batch
-    cross-entropy, so it learns how close each near miss is, not only which paragraph is right; None: in-batch
-    negatives only."""
-    score_temperature: float = 0.01
-    """Temperature of the teacher's cosines for ``score_teacher`` (0.01 spreads e5's crowded scores: its own
-    paragraph typically 0.02-0.03 above the best other)."""
     pooling: Pooling = "mean"
     """Pooling when ``model`` is a plain checkpoint (ignored for sentence-model folders)."""
     max_seq_length: int = 128
     """Tokens per sentence; longer sentences are truncated."""
     max_rows: int | None = None
     """Use at most this many rows of each training set (None: all)."""
-    corpus_rows: CorpusRows = "inverse-cloze"
-    """How a corpus in ``train`` becomes question -> passage rows: inverse-cloze (a sentence against the rest of its
-    paragraph) or cloze-questions (a sentence with one of its names or numbers asked for, against its whole
-    paragraph, another paragraph of the same document as its hard negative, as the QA sets are built)."""
     freeze_word_embeddings: bool = False
     """Keep the token embedding matrix as it is: tokens the training sets never show stay aligned across
     languages (multilingual teachers), and the optimiser skips most of a large-vocabulary model."""
@@ -88,6 +66,14 @@ class STSConfig:
     """What to do when evaluation finds collapsed embeddings: stop training, or warn and go on."""
     loop: LoopConfig = field(default_factory=LoopConfig)
     """Optimisation and evaluation schedule."""
+
+    @staticmethod
+    def upgrade_values(values: dict) -> dict:
+        """A recorded config from before corpus rows were counted (``corpus_rows: inverse-cloze``, the only kind
+        left) in today's settings."""
+        if values.get("corpus_rows") != "inverse-cloze":
+            return values
+        return {key: value for key, value in values.items() if key != "corpus_rows"}
 
 
 @dataclass
@@ -130,9 +116,6 @@ class DistillConfig:
     read the teacher's language."""
     pooling: Pooling = "mean"
     """Pooling when ``student`` is a plain checkpoint."""
-    student_layers: list[int] | None = None
-    """Keep only these transformer layers of the student (0-based, e.g. 0 2 3 4): a shallower student, faster per
-    token, that the distillation teaches back (:mod:`kalbert.sentence.layers`); None: every layer."""
     max_seq_length: int = 128
     """Student tokens per sentence."""
     cache_dir: str | None = None
@@ -145,6 +128,13 @@ class DistillConfig:
     """What to do when evaluation finds collapsed embeddings: stop training, or warn and go on."""
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=2, lr=2e-4, batch_size=64))
     """Optimisation and evaluation schedule."""
+
+    @staticmethod
+    def upgrade_values(values: dict) -> dict:
+        """A recorded config from before ``student_layers`` was removed (an unset one changes nothing)."""
+        if "student_layers" not in values or values["student_layers"] is not None:
+            return values
+        return {key: value for key, value in values.items() if key != "student_layers"}
 
 
 @dataclass

@@ -51,7 +51,6 @@ from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length
 from kalbert.sentence.folder import is_sentence_model
-from kalbert.sentence.layers import keep_layers
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
 from kalbert.teachers.backends import Teacher, describe, load_teacher, with_prompt
@@ -326,8 +325,6 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
         read_parallel(source)  # refuse bad parallel data before loading any model
     student_path = Path(config.student)
     student = load_sentence_model(student_path, pooling=config.pooling)
-    if config.student_layers:
-        keep_layers(student, config.student_layers)  # refuse a bad layer list before any teacher vector
     set_max_seq_length(student, config.max_seq_length)
     teacher = load_teacher(config.teacher)
     student_langs = folder_languages(student_path)

@@ -7,8 +7,7 @@ sentences are encoded once, and the result is always a float32 ``numpy`` array i
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from kalbert.sentence import BACKENDS
 from kalbert.sentence.backends import onnx_file
 from kalbert.sentence.export import build_sentence_model
 from kalbert.sentence.folder import MODULES_FILE, is_sentence_model
+from kalbert.teachers.encoders import unique_rows
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -49,7 +49,8 @@ def load_sentence_model(path: str | Path, device: str | None = None, pooling: st
         raise KalbertError(f"unknown backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
     path = Path(path).expanduser()
     if not path.is_dir():
-        raise KalbertError(f"model folder {path} not found", "pass a folder made by `kalbert sbert export|sts|distill`")
+        raise KalbertError(f"model folder {path} not found",
+                           "pass a folder made by `kalbert sbert export|train|distill`")
     if not is_sentence_model(path):
         if backend != "torch":
             raise KalbertError(f"{path} is not a sentence model (no {MODULES_FILE}), so it has no ONNX files",
@@ -67,12 +68,6 @@ def load_sentence_model(path: str | Path, device: str | None = None, pooling: st
                            "re-export it with `kalbert sbert export`") from None
 
 
-def token_limit(model: SentenceTransformer) -> int | None:
-    """Tokens a sentence is truncated to; None for a static model (``StaticEmbedding``), which reads it whole."""
-    limit = model.max_seq_length
-    return int(limit) if limit and math.isfinite(limit) else None
-
-
 def encode(model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 64, normalize: bool = False,
            show_progress: bool = False) -> np.ndarray:
     """Embeddings of ``sentences`` as a float32 array ``[len(sentences), dim]``, in input order.
@@ -88,9 +83,3 @@ def encode(model: SentenceTransformer, sentences: Sequence[str], batch_size: int
     return unique_rows(lambda unique: model.encode(unique, batch_size=batch_size, convert_to_numpy=True,
                                                    normalize_embeddings=normalize, show_progress_bar=show_progress),
                        sentences)
-
-
-def unique_rows(embed: Callable[[list[str]], np.ndarray], sentences: Sequence[str]) -> np.ndarray:
-    """``embed`` called once on the distinct sentences; float32 rows come back in input order."""
-    unique, inverse = np.unique(np.asarray(sentences, dtype=object), return_inverse=True)
-    return np.asarray(embed(list(unique)), dtype=np.float32)[inverse.reshape(-1)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kalbert.data import get_spec, load_qa, load_sts, parse_ref
+from kalbert.data import answer_pool, get_spec, load_qa, load_sts, parse_ref
 from kalbert.data.registry import assert_selectable
 from kalbert.errors import KalbertError
 
@@ -21,6 +21,10 @@ if TYPE_CHECKING:
         InformationRetrievalEvaluator,
         SentenceEvaluator,
     )
+
+
+RETRIEVAL_KINDS = ("qa", "answers")
+"""data set kinds whose dev splits are scored as retrieval (nDCG@10), not STS"""
 
 
 def parse_sts_ref(ref: str) -> tuple[str, str]:
@@ -69,10 +73,10 @@ def evaluate_sts(model: SentenceTransformer, ref: str, batch_size: int = 64) -> 
 
 
 def parse_dev_ref(ref: str) -> tuple[str, str]:
-    """A split that picks checkpoints: an STS split (:func:`parse_sts_ref`) or a QA split scored as retrieval;
-    never a reported split (:func:`kalbert.data.registry.assert_selectable`)."""
+    """A split that picks checkpoints: an STS split (:func:`parse_sts_ref`) or a QA or question -> answer split
+    scored as retrieval; never a reported split (:func:`kalbert.data.registry.assert_selectable`)."""
     name, split = parse_ref(ref)
-    if get_spec(name).kind == "qa":
+    if get_spec(name).kind in RETRIEVAL_KINDS:
         if split is None:
             raise KalbertError(f"name the split of '{name}'", f"e.g. {name}:val")
     else:
@@ -98,6 +102,8 @@ def retrieval_evaluator(ref: str, batch_size: int = 64) -> InformationRetrievalE
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     name, split = parse_dev_ref(ref)
+    if get_spec(name).kind == "answers":
+        return _answers_evaluator(name, split, batch_size)
     examples = load_qa(name, split)
     spec = get_spec(name)
     distractors = [e.context for other in spec.splits if other != split and other not in spec.eval_splits
@@ -112,15 +118,31 @@ def retrieval_evaluator(ref: str, batch_size: int = 64) -> InformationRetrievalE
         name=f"{name}-{split}", write_csv=False, main_score_function="cosine")
 
 
+def _answers_evaluator(name: str, split: str, batch_size: int) -> InformationRetrievalEvaluator:
+    """A question -> answer split's questions against its pool (:func:`kalbert.data.answer_pool`), as the bench
+    ranks them."""
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+    pool = answer_pool(name, split)
+    return InformationRetrievalEvaluator(
+        {f"q{i}": q for i, q in enumerate(pool.questions)}, {f"a{i}": a for i, a in enumerate(pool.answers)},
+        {f"q{i}": {f"a{j}" for j in ids} for i, ids in enumerate(pool.relevant)}, mrr_at_k=[10], ndcg_at_k=[10],
+        accuracy_at_k=[1, 10], precision_recall_at_k=[10], map_at_k=[10], batch_size=batch_size,
+        name=f"{name}-{split}", write_csv=False, main_score_function="cosine")
+
+
 def dev_evaluator(ref: str, batch_size: int = 64) -> SentenceEvaluator:
-    """The evaluator of a checkpoint-picking split: STS Spearman, or retrieval nDCG@10 for a QA split."""
+    """The evaluator of a checkpoint-picking split: STS Spearman, or retrieval nDCG@10 for a QA or question ->
+    answer split."""
     name, _ = parse_dev_ref(ref)
-    return retrieval_evaluator(ref, batch_size) if get_spec(name).kind == "qa" else sts_evaluator(ref, batch_size)
+    if get_spec(name).kind in RETRIEVAL_KINDS:
+        return retrieval_evaluator(ref, batch_size)
+    return sts_evaluator(ref, batch_size)
 
 
 def dev_metric(ref: str) -> str:
     """The name a record gives the score of a checkpoint-picking split."""
-    return "ndcg_at_10" if get_spec(parse_dev_ref(ref)[0]).kind == "qa" else "spearman_cosine"
+    return "ndcg_at_10" if get_spec(parse_dev_ref(ref)[0]).kind in RETRIEVAL_KINDS else "spearman_cosine"
 
 
 def evaluate_dev(model: SentenceTransformer, ref: str, batch_size: int = 64) -> float:

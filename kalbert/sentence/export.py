@@ -195,7 +195,7 @@ def export_half_weights(model: str | Path, out: str | Path, max_seq_length: int 
     source = Path(model).expanduser()
     if not is_sentence_model(source):
         raise KalbertError(f"{source} is not a sentence model (no modules.json)",
-                           "--weights float16 takes a folder made by `kalbert sbert export|sts|distill`")
+                           "--weights float16 takes a folder made by `kalbert sbert export|train|distill`")
     original = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     with artifact_folder(out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
@@ -233,7 +233,7 @@ def write_token_limit(folder: Path, max_seq_length: int) -> None:
     path = folder / "tokenizer_config.json"
     if not path.is_file():
         raise KalbertError(f"{folder} has no tokenizer_config.json to hold the token limit",
-                           "export the model with `kalbert sbert export|sts|distill` first")
+                           "export the model with `kalbert sbert export|train|distill` first")
     settings = json.loads(path.read_text(encoding="utf-8"))
     settings["model_max_length"] = max_seq_length
     atomic_write_json(path, settings)

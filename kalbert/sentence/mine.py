@@ -19,11 +19,11 @@ student graded pairs from those domains too. The steps:
    span the range instead of piling up at near-paraphrases.
 4. **Label**: score = 5 (cos - lo) / (hi - lo), lo and hi the lowest and highest teacher cosine of the
    pairs kept, so the file uses the whole 0-5 scale of a graded STS set (e5's cosines sit in 0.7-0.95).
-   The map is monotone: CoSENT and AnglE (the default losses of `kalbert sbert sts`) read only the order
+   The map is monotone: CoSENT and AnglE (the default losses of `kalbert sbert train`) read only the order
    of the scores, so for them it changes nothing; the cosine-MSE loss learns the stretched scale.
 
 The TSV (sentence1, sentence2, score; rows shuffled, so ``--max-rows`` takes a fair subset) trains with
-``kalbert sbert sts --train FILE``. Its record (same stem, ``.json``) names the teacher and the splits
+``kalbert sbert train --train FILE``. Its record (same stem, ``.json``) names the teacher and the splits
 the teacher was trained on, so a student trained on the file inherits that lineage
 (:func:`kalbert.lineage.training_splits`).
 """
@@ -65,7 +65,7 @@ class MineConfig:
     corpus: list[str]
     """corpus names (kalbert data list) or files, sampled as `kalbert sbert distill` samples them"""
     out: str
-    """output TSV (sentence1, sentence2, score 0-5) for `kalbert sbert sts --train OUT`; its record is OUT with .json"""
+    """output TSV (sentence1, sentence2, score 0-5) for `kalbert sbert train --train OUT`; record: OUT with .json"""
     teacher: str = E5_NAME
     """teacher that finds and grades the pairs: multilingual-e5-small, a fine-tuned teacher folder, ..."""
     max_sentences: int = 150_000

@@ -7,18 +7,14 @@ KL divergence from the teacher's softmax over every paragraph of the batch (posi
 row) to the student's, so the student learns the teacher's ranking of the near misses, not just the hit
 (listwise distillation, as RocketQAv2 and the score-distilled dense retrievers do).
 
-The teacher's vectors ride along as each row's labels (question, paragraph[, negative], concatenated), read from
-the retrieval benchmark's cache (:mod:`kalbert.bench.dense`), so a batch costs the student's forward pass only and
-a rerun encodes nothing.
+The teacher's vectors ride along as each row's labels (question, paragraph[, negative], concatenated; the rows
+layer computes them, :mod:`kalbert.rows.teacher_scores`), so a batch costs the student's forward pass only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
-import numpy as np
 import torch
 from torch.nn import functional
 
@@ -51,35 +47,3 @@ def score_kl(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
     """KL divergence from the teacher's softmax over each question's candidates to the student's (logits in, one
     row per question), averaged over the questions."""
     return functional.kl_div(student.log_softmax(-1), teacher.log_softmax(-1), reduction="batchmean", log_target=True)
-
-
-@dataclass
-class TeacherScores:
-    """The teacher whose question and paragraph vectors label QA rows for :class:`ScoreDistillLoss`, and the
-    temperature of its cosines."""
-
-    teacher: str
-    temperature: float = 0.01
-    batch_size: int = 32
-
-    @cached_property
-    def encoder(self) -> Any:
-        """The teacher, loaded once for every set it labels."""
-        from kalbert.bench.baselines import load_encoder
-
-        return load_encoder(self.teacher, batch_size=self.batch_size)
-
-    def vectors(self, texts: list[str], role: str, lang: str) -> np.ndarray:
-        """The teacher's unit vectors of ``texts`` in ``role`` (query or passage), each distinct text encoded once."""
-        from kalbert.bench.dense import RoleEncoder, dense_vectors
-
-        distinct = list(dict.fromkeys(texts))
-        place = {text: i for i, text in enumerate(distinct)}
-        encoded = dense_vectors(RoleEncoder(self.encoder, role, lang), distinct)
-        return encoded[[place[text] for text in texts]].astype(np.float32)
-
-    def labels(self, columns: list[list[str]], lang: str) -> np.ndarray:
-        """Per row, the teacher's vectors of its question (query role) and paragraphs (passage role), concatenated."""
-        roles = ["query"] + ["passage"] * (len(columns) - 1)
-        return np.concatenate([self.vectors(texts, role, lang) for role, texts in zip(roles, columns, strict=True)],
-                              axis=1)

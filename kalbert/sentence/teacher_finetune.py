@@ -5,7 +5,7 @@ every graded STS and paraphrase train split the kit has (Korean and Chinese) lif
 and its students inherit that. The token embeddings stay frozen: the train splits hold Korean and Chinese
 only, and tokens they never show (English, most of XLM-R's 250k) keep their place beside the ones they
 do, so cross-lingual retrieval is not traded away; it also spares the optimiser 96M of 118M weights.
-The run is `kalbert sbert sts` on the teacher folder, so it resumes, records and loads the same way.
+The run is `kalbert sbert train` on the teacher folder, so it resumes, records and loads the same way.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kalbert.errors import KalbertError
-from kalbert.sentence.config import STSConfig, TeacherFinetuneConfig
+from kalbert.sentence.config import SentenceTrainConfig, TeacherFinetuneConfig
 from kalbert.sentence.evaluate import selection_refs
-from kalbert.sentence.sts import STSResult, train_sts
+from kalbert.sentence.folder import is_sentence_model
+from kalbert.sentence.train import SentenceTrainResult, train_sentence_model
 from kalbert.teachers.backends import E5_NAME, MINILM_NAMES, USE_NAME, e5_folder
 
 
@@ -27,17 +28,16 @@ def teacher_folder(teacher: str) -> Path:
         raise KalbertError(f"{teacher} cannot be fine-tuned here",
                            f"fine-tune {E5_NAME} or a SentenceTransformer folder")
     folder = Path(teacher).expanduser()
-    if not (folder / "modules.json").is_file():
+    if not is_sentence_model(folder):
         raise KalbertError(f"{teacher} is not a SentenceTransformer folder (no modules.json)",
                            f"pass {E5_NAME} or a folder made by `kalbert teacher export`")
     return folder
 
 
-def finetune_teacher(config: TeacherFinetuneConfig, overwrite: bool = False) -> STSResult:
-    """Train the teacher with `sbert sts` on frozen token embeddings; the best dev checkpoint is kept."""
+def finetune_teacher(config: TeacherFinetuneConfig, overwrite: bool = False) -> SentenceTrainResult:
+    """Train the teacher with `sbert train` on frozen token embeddings; the best dev checkpoint is kept."""
     selection_refs(config.eval)  # before the teacher's folder is exported (minutes on first use)
-    return train_sts(STSConfig(model=str(teacher_folder(config.teacher)), out=config.out, train=list(config.train),
-                               eval=list(config.eval), test=list(config.test), loss=config.loss,
-                               max_seq_length=config.max_seq_length, max_rows=config.max_rows,
-                               freeze_word_embeddings=True, on_collapse=config.on_collapse,
-                               loop=config.loop), overwrite=overwrite)
+    return train_sentence_model(SentenceTrainConfig(
+        model=str(teacher_folder(config.teacher)), out=config.out, train=list(config.train), eval=list(config.eval),
+        test=list(config.test), loss=config.loss, max_seq_length=config.max_seq_length, max_rows=config.max_rows,
+        freeze_word_embeddings=True, on_collapse=config.on_collapse, loop=config.loop), overwrite=overwrite)

@@ -15,7 +15,7 @@ wider E would throw away everything the model has learnt since; widening keeps i
   the scale of the kept part. At 0 the model computes what it did; at 1 the teacher's embedding is back in
   full, which the model's layers, trained without it, have to get used to (dev picks ``alpha``).
 
-Training after (``kalbert sbert sts``) then decides what the new columns are worth.
+Training after (``kalbert sbert train``) then decides what the new columns are worth.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class WidenConfig:
     """Which sentence ALBERT to widen, with which teacher, to what width."""
 
     model: str
-    """A sentence-model folder holding an ALBERT with factorised embeddings, e.g. a `kalbert sbert sts` output
+    """A sentence-model folder holding an ALBERT with factorised embeddings, e.g. a `kalbert sbert train` output
     whose lineage starts with `kalbert transplant`."""
     out: str
     """Output folder: the same sentence model with wider embeddings, kalbert.json and a card."""
@@ -137,10 +137,10 @@ def teacher_rows_for(folder: Path, teacher: str) -> tuple[torch.Tensor, torch.Te
     and the teacher's embedding LayerNorm weight."""
     import torch
 
-    from kalbert.transplant import load_teacher, map_pieces, mean_rows, teacher_folder
+    from kalbert.transplant import load_teacher_transformer, map_pieces, mean_rows, teacher_transformer_folder
     from kalbert.vocab.files import load_processor
 
-    model, tokenizer, _ = load_teacher(teacher_folder(teacher))
+    model, tokenizer, _ = load_teacher_transformer(teacher_transformer_folder(teacher))
     embeddings = model.embeddings
     with torch.no_grad():
         rows = mean_rows(embeddings.word_embeddings.weight, map_pieces(load_processor(folder / SPIECE), tokenizer).ids)
@@ -151,7 +151,7 @@ def _check_model(folder: Path, embedding_size: int) -> dict:
     """The model's config.json, refused unless it is an ALBERT narrower than ``embedding_size``."""
     if not is_sentence_model(folder) or not (folder / "config.json").is_file() or not (folder / WEIGHTS).is_file():
         raise KalbertError(f"{folder} is not a sentence ALBERT with its transformer at the root",
-                           "widen a folder made by `kalbert sbert export|sts|distill`")
+                           "widen a folder made by `kalbert sbert export|train|distill`")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     if config.get("model_type") != "albert":
         raise KalbertError(f"{folder} holds a '{config.get('model_type')}' model, not ALBERT",

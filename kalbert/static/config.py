@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kalbert.rows.config import RowsConfig
 from kalbert.static.weighting import Weighting
 from kalbert.teachers.backends import TeacherBackend
 from kalbert.training.config import LoopConfig
@@ -26,22 +27,15 @@ class StaticTrainConfig:
     teacher: str = "multilingual-e5-small"
     """The teacher the init model was distilled from (its projection fits only that teacher's vectors)."""
     sts: list[str] = field(default_factory=list)
-    """Pair sets trained after the corpus stage: STS and paraphrase sets and graded-pair TSV files (`kalbert
-    sbert mine`) with CoSENT; NLI sets (e.g. ocnli, kornli:dev), QA sets (korquad, cmrc2018, drcd: each train
-    question against its paragraph; kobest-boolq: each question against its passage; a corpus such as kowiki:
-    2,000 sentences against the rest of their paragraph) and parallel sets (e.g. parallel-stsb-train) with
-    in-batch negatives (default split train; evaluation splits such as korsts:test are refused)."""
-    negative_miner: str | None = None
-    """Teacher that picks each QA question's hard negative among the split's paragraphs, as ``kalbert sbert sts
-    --negative-miner`` does (e.g. multilingual-e5-small); None: the next paragraph of the same article."""
-    negative_margin: float = 0.99
-    """Share of the miner's score for a question's own paragraph that a mined negative must stay under."""
-    score_teacher: str | None = None
-    """Teacher whose scores the QA sets also distil, as ``kalbert sbert sts --score-teacher`` does (e.g.
-    multilingual-e5-small): the question's softmax over every paragraph of the batch matches the teacher's (KL);
-    None: in-batch negatives only."""
-    score_temperature: float = 0.01
-    """Temperature of the ``score_teacher``'s cosines (0.01 spreads e5's crowded scores)."""
+    """Pair sets trained after the corpus stage: STS sets and graded-pair TSV files (`kalbert sbert mine`) with
+    CoSENT, paraphrase sets as ``pair_loss`` says (graded: CoSENT); NLI sets (e.g. ocnli, kornli:dev), QA and
+    question -> answer sets (korquad, cmrc2018, drcd, answers-ko: each train question against its paragraph or
+    answer; a corpus such as kowiki: sentences against the rest of their paragraph) and parallel sets (e.g.
+    parallel-stsb-train) with in-batch negatives (default split train; evaluation splits such as korsts:test are
+    refused)."""
+    rows: RowsConfig = field(default_factory=lambda: RowsConfig(pair_loss="graded"))
+    """How the --sts sets become rows (:mod:`kalbert.rows`): mined negatives and teacher scores for the question ->
+    passage sets, as in `kalbert sbert train`."""
     eval: list[str] | None = None
     """Dev splits whose mean picks the best checkpoint: STS dev splits, or a QA set's val articles scored as
     retrieval, nDCG@10 (e.g. korquad:val); default korsts:dev for Korean, stsb-zh:dev for Chinese."""

@@ -27,13 +27,13 @@ from kalbert.artifact import Kind, folder_languages
 from kalbert.errors import KalbertError
 from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.sentence.card import add_metric, add_stage
-from kalbert.sentence.encoder import unique_rows
 from kalbert.sentence.evaluate import dev_metric
 from kalbert.stage import artifact_folder
 from kalbert.static.evaluate import DevScores, eval_refs
 from kalbert.static.model import StaticVectors, save_static_model, to_sentence_transformer, vocab_files
 from kalbert.static.weighting import Weighting, ordinary_pieces, piece_weights
 from kalbert.teachers.backends import NAMED_TEACHERS, Teacher, describe, load_teacher
+from kalbert.teachers.encoders import unique_rows
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE, load_model_proto
 

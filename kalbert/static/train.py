@@ -5,12 +5,12 @@ the teacher-embedding cache filled by ``kalbert teacher encode`` is reused), the
 projected with the init model's PCA, and the unweighted piece vectors are fitted so that a sentence's
 weighted mean of piece vectors (what the saved folder computes) matches its projected teacher vector
 (cosine or MSE, AdamW, optionally on several Matryoshka prefixes at once). An optional second stage
-trains on pair sets: graded ones (STS, paraphrase pairs, graded-pair files) with CoSENT, NLI, QA and parallel
-ones with in-batch negatives (an entailed hypothesis, a question's paragraph or a translation must be nearer its
-anchor than every other row of the batch, an NLI contradiction or the article's next paragraph being a hard
-negative). It is one stage whose batches each come from one set (CoSENT compares only pairs scored on the same
-scale), the sets interleaved so that none is trained away by the next, and it starts from the corpus stage's best
-weights.
+trains on pair sets, their rows made by :mod:`kalbert.rows` as `kalbert sbert train`'s are: graded ones (STS,
+paraphrase pairs, graded-pair files) with CoSENT, NLI, QA and parallel ones with in-batch negatives (an entailed
+hypothesis, a question's paragraph or a translation must be nearer its anchor than every other row of the batch,
+an NLI contradiction or the article's next paragraph being a hard negative). It is one stage whose batches each
+come from one set (CoSENT compares only pairs scored on the same scale), the sets interleaved so that none is
+trained away by the next, and it starts from the corpus stage's best weights.
 
 Both stages run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
 ``sts_epochs`` for the pair stage, ``max_steps`` caps each stage): AdamW with linear warmup and decay,
@@ -23,7 +23,6 @@ either stage, or the init model when neither beats it, is what is saved.
 from __future__ import annotations
 
 import copy
-import itertools
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -36,25 +35,14 @@ import torch
 import torch.nn.functional as F
 
 from kalbert.artifact import Kind
-from kalbert.data import (
-    assert_trainable,
-    get_spec,
-    load_graded,
-    load_nli_triplets,
-    load_parallel,
-    parse_ref,
-    training_split,
-    trains_as,
-)
-from kalbert.data.heldout import is_pairs_file, load_clean_sts_file
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
-from kalbert.lineage import refuse_trained_on
+from kalbert.rows.build import refuse_leaks, training_rows
+from kalbert.rows.references import ROW_KINDS, resolve_refs
+from kalbert.rows.sets import GradedPairs, RankedRows, RowSet
 from kalbert.sentence.card import add_metric, add_stage
-from kalbert.sentence.corpus_questions import question_passages
 from kalbert.sentence.evaluate import dev_metric
-from kalbert.sentence.negatives import NegativeMiner
-from kalbert.sentence.score_distill import TeacherScores, score_kl
+from kalbert.sentence.score_distill import score_kl
 from kalbert.stage import artifact_folder
 from kalbert.static.config import StaticTrainConfig
 from kalbert.static.evaluate import DevScores, eval_refs
@@ -70,7 +58,8 @@ COSENT_SCALE = 20.0
 RANKING_SCALE = 30.0
 """the in-batch-negative logits' scale: in a prototype of the shipped model's pair stage 30 beat
 sentence-transformers' 20 (dev mean 81.78 against 81.64)"""
-PAIR_KINDS = ("sts", "pairs", "nli", "qa", "parallel", "corpus")
+PAIR_KINDS = (*ROW_KINDS, "parallel")
+"""the registry kinds --sts takes: every kind of row, and translations between the model's languages"""
 STAGES = ("corpus", "pairs")
 """the stages a run trains in turn, each with its own checkpoint in OUT.partial/"""
 
@@ -137,95 +126,7 @@ def tokenize(static: StaticVectors, texts: list[str]) -> list[np.ndarray]:
 
 
 @dataclass
-class GradedPairs:
-    """An STS or paraphrase set, or a graded-pair file: pairs with gold scores in [0, 1], trained with CoSENT."""
-
-    label: str
-    left: list[str]
-    right: list[str]
-    scores: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-
-@dataclass
-class RankedPairs:
-    """An NLI, QA or parallel set: (anchor, positive, hard negative or None) rows, trained with in-batch negatives."""
-
-    label: str
-    anchors: list[str]
-    positives: list[str]
-    negatives: list[str | None]
-    teacher: list[np.ndarray] | None = None
-    """A score teacher's unit vectors of the anchors (query role), positives and negatives (passage role; zeros
-    where a row has no negative), for QA sets trained with ``score_teacher``."""
-
-    def __len__(self) -> int:
-        return len(self.anchors)
-
-
-def teacher_vectors(scores: TeacherScores, pairs: RankedPairs, lang: str) -> list[np.ndarray]:
-    """``scores``' vectors of a QA set's questions, paragraphs and hard negatives (zeros where there is none)."""
-    anchors = scores.vectors(pairs.anchors, "query", lang)
-    negatives = np.zeros_like(anchors)
-    rows = [i for i, n in enumerate(pairs.negatives) if n is not None]
-    if rows:
-        negatives[rows] = scores.vectors([pairs.negatives[i] for i in rows], "passage", lang)
-    return [anchors, scores.vectors(pairs.positives, "passage", lang), negatives]
-
-
-def translation_pairs(name: str, languages: list[str]) -> RankedPairs:
-    """A parallel set's sentences paired with their translations, for each two of the model's languages."""
-    assert_trainable(name, "all")
-    parallel = load_parallel(name)
-    columns = [i for i, lang in enumerate(parallel.languages) if lang in languages]
-    if len(columns) < 2:
-        raise KalbertError(f"{name} holds {'/'.join(parallel.languages)} sentences, and this static model reads "
-                           f"{'/'.join(languages) or 'one language'}",
-                           "give --sts a parallel set with two of the model's languages, e.g. parallel-stsb-train")
-    rows = [(row[i], row[j]) for i, j in itertools.combinations(columns, 2) for row in parallel.rows
-            if row[i] and row[j]]
-    return RankedPairs(name, [a for a, _ in rows], [b for _, b in rows], [None] * len(rows))
-
-
-def pair_sets(refs: list[str], evaluated: list[str], languages: list[str],
-              miner: NegativeMiner | None = None, scores: TeacherScores | None = None
-              ) -> list[GradedPairs | RankedPairs]:
-    """Each --sts set or graded-pair file, read (QA negatives picked by ``miner``, QA rows labelled with the
-    ``scores`` teacher's vectors, when given); evaluation splits, and files holding an evaluation sentence, are
-    refused."""
-    found: list[GradedPairs | RankedPairs] = []
-    for ref in refs:
-        if is_pairs_file(ref):
-            rows = load_clean_sts_file(ref)
-            pairs: GradedPairs | RankedPairs = GradedPairs(
-                ref, [p.sentence1 for p in rows], [p.sentence2 for p in rows],
-                np.array([p.score / 5.0 for p in rows], dtype=np.float32))
-        elif get_spec(name := parse_ref(ref)[0]).kind == "parallel":
-            pairs = translation_pairs(name, languages)
-        else:
-            name, split = training_split(ref, PAIR_KINDS, "--sts", evaluated)
-            if (kind := trains_as(name)) in ("nli", "qa"):
-                triplets = question_passages(name, split) if kind == "qa" else load_nli_triplets(name, split)
-                if kind == "qa" and miner is not None:
-                    triplets = miner(triplets, get_spec(name).lang)
-                pairs = RankedPairs(f"{name}:{split}", [t[0] for t in triplets], [t[1] for t in triplets],
-                                    [t[2] for t in triplets])
-                if kind == "qa" and scores is not None:
-                    pairs.teacher = teacher_vectors(scores, pairs, get_spec(name).lang)
-            else:
-                graded = load_graded(name, split)
-                pairs = GradedPairs(f"{name}:{split}", [r[0] for r in graded], [r[1] for r in graded],
-                                    np.array([r[2] for r in graded], dtype=np.float32))
-        if not len(pairs):
-            raise KalbertError(f"{pairs.label} has no pairs")
-        found.append(pairs)
-    return found
-
-
-@dataclass
-class Stage:
+class StaticPhase:
     """The corpus or the pair stage as the shared loop trains it: its settings, an epoch's batches, a batch's loss."""
 
     name: str
@@ -257,12 +158,10 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if dims[-1] < 1 or dims[0] > static.dim:
         raise KalbertError(f"--matryoshka-dims must lie in 1..{static.dim}, got {config.matryoshka_dims}")
     refs = eval_refs(config.eval, meta.get("languages") or [])
-    for teacher in (config.negative_miner, config.score_teacher):
-        if teacher:
-            refuse_trained_on(teacher, refs, "--eval")
-    miner = NegativeMiner(config.negative_miner, config.negative_margin) if config.negative_miner else None
-    scores = TeacherScores(config.score_teacher, config.score_temperature) if config.score_teacher else None
-    pairs = pair_sets(config.sts, refs, meta.get("languages") or [], miner, scores)
+    sts = resolve_refs(config.sts, PAIR_KINDS, "--sts", refs)
+    refuse_leaks(sts, config.rows, refs, "--eval")
+    pair_rows = training_rows(sts, config.rows, languages=meta.get("languages") or [])
+    pairs = pair_rows.sets
     if not refs and not config.corpus:
         raise KalbertError("nothing to pick the best epoch with", "pass --eval (e.g. korsts:dev) or --corpus")
     settings = {k: v for k, v in asdict(config).items() if k != "teacher_backend"}  # backends share vectors
@@ -273,17 +172,17 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     dev_scores = DevScores(refs)
     corpus = corpus_task(config, static, meta, dims) if config.corpus else None
     facts: dict[str, Any] = {}
-    stages: list[Stage] = []
+    stages: list[StaticPhase] = []
     if corpus is not None:
         facts.update(corpus_train_sentences=corpus.train_rows, corpus_dev_sentences=corpus.dev_rows,
                      teacher_encoding=corpus.teacher_encoding)
-        stages.append(Stage("corpus", config.loop,
+        stages.append(StaticPhase("corpus", config.loop,
                             lambda rng: shuffled_batches(corpus.train_rows, config.loop.batch_size, rng),
                             lambda rows: corpus.batch_loss(bag, np.asarray(rows))))
     if pairs:
         facts.update({f"{p.label}_pairs": len(p) for p in pairs})
-        mixed = PairBatches(static, pairs, config.loop.batch_size, config.score_temperature)
-        stages.append(Stage("pairs", replace(config.loop, epochs=config.sts_epochs),
+        mixed = PairBatches(static, pairs, config.loop.batch_size, config.rows.score_temperature)
+        stages.append(StaticPhase("pairs", replace(config.loop, epochs=config.sts_epochs),
                             lambda rng: shuffled_batches(len(mixed), 1, rng),  # a row of this stage is a batch
                             lambda batch: mixed.loss(bag, batch[0], dims)))
 
@@ -313,7 +212,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
         meta["matryoshka_dims"] = dims
     add_stage(meta, "train", asdict(config), best_stage=best["stage"], best_epoch=best["epoch"], best_step=best["step"],
               seconds=round(earlier + time.perf_counter() - started, 1), **fit.precision_record(), **facts,
-              **({"mined_negatives": [r.record() for r in miner.reports]} if miner else {}))
+              **pair_rows.record())
     for ref in refs:
         add_metric(meta, "train", ref, dev_metric(ref), best[ref])
     if "heldout_loss" in best:
@@ -329,7 +228,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
 class PairBatches:
     """The --sts sets cut into batches of one set each; row i of this task is batch i."""
 
-    def __init__(self, static: StaticVectors, pairs: list[GradedPairs | RankedPairs], batch_size: int,
+    def __init__(self, static: StaticVectors, pairs: list[RowSet], batch_size: int,
                  score_temperature: float) -> None:
         self.losses = [GradedLoss(static, p) if isinstance(p, GradedPairs)
                        else RankingLoss(static, p, score_temperature) for p in pairs]
@@ -348,7 +247,7 @@ class PairBatches:
 
 
 class GradedLoss:
-    """CoSENT on rows of one graded set."""
+    """CoSENT on the pairs of one graded set."""
 
     def __init__(self, static: StaticVectors, pairs: GradedPairs) -> None:
         self.left, self.right = tokenize(static, pairs.left), tokenize(static, pairs.right)
@@ -359,10 +258,11 @@ class GradedLoss:
 
 
 class RankingLoss:
-    """In-batch negatives on rows of one NLI, QA or parallel set, with the hard negatives those rows have (and the
-    score teacher's logits over the same candidates, when the set carries its vectors)."""
+    """In-batch negatives on ranked rows of one set (NLI, paraphrases, question -> passage, translations), with the
+    hard negatives those rows have (and the score teacher's logits over the same candidates, when the rows carry its
+    vectors)."""
 
-    def __init__(self, static: StaticVectors, pairs: RankedPairs, score_temperature: float) -> None:
+    def __init__(self, static: StaticVectors, pairs: RankedRows, score_temperature: float) -> None:
         self.anchors, self.positives = tokenize(static, pairs.anchors), tokenize(static, pairs.positives)
         self.negatives = tokenize(static, [n or "" for n in pairs.negatives])
         self.has_negative = np.array([n is not None for n in pairs.negatives])

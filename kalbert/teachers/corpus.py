@@ -135,32 +135,6 @@ def sample_sentences(sources: list[str], max_sentences: int, seed: int = 13, min
     return CorpusSample(sampled, available, dropped, guard.total)
 
 
-def sample_documents(source: str, max_documents: int, seed: int = 13, min_paragraphs: int = 2,
-                     progress: bool = True) -> list[list[str]]:
-    """Up to ``max_documents`` documents of corpus ``source`` (reservoir-sampled with ``seed``), each as its
-    eligible paragraphs (normalised, within the paragraph :data:`CHARS`), at least ``min_paragraphs`` of them: for
-    rows that need a paragraph's siblings. None from a document holding an evaluation passage, and no paragraph
-    holding an evaluation sentence."""
-    resolve_sources([source])
-    lang, (low, high) = corpus_language(source), CHARS["paragraph"]
-    heldout, guard, rng = heldout_sentences(), PassageGuard(), random.Random(f"{seed}-{source}-documents")
-    pool: list[list[str]] = []
-    seen = 0
-    for document in tqdm(guard.filter(iter_documents([source])), desc=f"documents {source}", unit=" doc",
-                         disable=not progress, mininterval=2):
-        paragraphs = [text for paragraph in document for text in _units(paragraph, "paragraph")
-                      if _eligible(text, lang, low, high) and not _held_out(text, "paragraph", heldout)]
-        if len(paragraphs) < min_paragraphs:
-            continue
-        seen += 1
-        if len(pool) < max_documents:
-            pool.append(paragraphs)
-        elif (slot := rng.randrange(seen)) < max_documents:
-            pool[slot] = paragraphs
-    guard.log()
-    return pool
-
-
 def cached_sample(sources: list[str], max_sentences: int, cache_dir: Path, seed: int = 13,
                   lang_temperature: float = 2.0, unit: Unit = "sentence") -> CorpusSample:
     """:func:`sample_sentences` of ``unit``, stored once per setting and file contents (reading all corpora takes

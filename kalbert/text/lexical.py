@@ -126,6 +126,15 @@ class BM25Index:
                 rows[i] = self._scores(lexical_tokens(query))
         return rows
 
+    def document_frequencies(self, tokens: list[str]) -> np.ndarray:
+        """How many indexed texts hold each token (0 for one never seen): what scoring texts added to a search
+        index since this one was built needs, so that they rank beside the indexed ones."""
+        if not self.size:
+            return np.zeros(len(tokens), dtype=np.int64)
+        indptr = self._model.scores["indptr"]
+        ids = [self._model.vocab_dict.get(token) for token in tokens]
+        return np.array([0 if i is None else int(indptr[i + 1] - indptr[i]) for i in ids], dtype=np.int64)
+
     def _scores(self, tokens: list[str]) -> np.ndarray:
         known = [token for token in tokens if token in self._model.vocab_dict]
         if not known:  # nothing in common with any text: every score is 0

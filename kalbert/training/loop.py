@@ -1,4 +1,4 @@
-"""The one fine-tuning loop: `sbert sts`, `sbert distill`, `teacher finetune`, `static train`, `mc train` and
+"""The one fine-tuning loop: `sbert train`, `sbert distill`, `teacher finetune`, `static train`, `mc train` and
 `qa train` all run it, with the settings of their nested :class:`~kalbert.training.config.LoopConfig`.
 
 A stage supplies what differs between them: the batches of an epoch, a step (batch -> loss), an

@@ -27,6 +27,8 @@ def test_tasks_use_the_published_splits():
         "korquad-retrieval": "test",
         "cmrc2018-retrieval": "test",
         "drcd-retrieval": "test",
+        "answers-ko-retrieval": "test",
+        "answers-zh-retrieval": "test",
         "kobest-copa": "test",
         "xcopa-zh": "test",
     }
@@ -35,8 +37,8 @@ def test_tasks_use_the_published_splits():
         assert task.split in spec.splits and task.split in spec.eval_splits
         if task.kind == "bitext":  # a language pair out of a parallel set's columns
             assert spec.kind == "parallel" and set(task.lang.split("-")) <= set(spec.lang.split("-"))
-        elif task.kind == "retrieval":  # a QA set's questions; its fusion weight picked on another split
-            assert spec.kind == "qa" and spec.lang == task.lang
+        elif task.kind == "retrieval":  # a QA or answer set's questions; fusion weight picked on another split
+            assert spec.kind in ("qa", "answers") and spec.lang == task.lang
             assert task.select_split in spec.splits and task.select_split not in spec.eval_splits
         else:
             assert spec.kind == task.kind and spec.lang == task.lang
@@ -59,9 +61,11 @@ def test_selections_keep_registry_order_and_deduplicate():
         "klue-sts",
         "afqmc",
         "korquad-retrieval",
+        "answers-ko-retrieval",
         "kobest-copa",
     ]
-    assert [t.name for t in select_tasks("retrieval")] == ["korquad-retrieval", "cmrc2018-retrieval", "drcd-retrieval"]
+    assert [t.name for t in select_tasks("retrieval")] == ["korquad-retrieval", "cmrc2018-retrieval", "drcd-retrieval",
+                                                           "answers-ko-retrieval", "answers-zh-retrieval"]
     assert [t.name for t in select_tasks("bitext")] == ["xnli-ko-zh", "xnli-ko-en", "xnli-zh-en"]
 
 

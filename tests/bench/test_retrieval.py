@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from kalbert.bench import load_encoder, run_bench, select_tasks
-from kalbert.bench.dense import RoleEncoder
 from kalbert.bench.metrics import ranking_metrics
 from kalbert.bench.retrieval import (
     FUSED,
@@ -24,6 +23,7 @@ from kalbert.bench.retrieval import (
 )
 from kalbert.bench.tasks import get_task
 from kalbert.ranking import convex_fusion, min_max_rows, reciprocal_rank_fusion, top_k
+from kalbert.teachers.encoders import RoleEncoder
 from kalbert.text.lexical import BM25Index, lexical_tokens
 
 
@@ -154,10 +154,9 @@ def test_prompts_are_used_when_the_model_has_them(qa_root, prompted_static, tmp_
 
 
 def test_a_teacher_baseline_uses_its_prompts_too(prompted_static):
-    from kalbert.bench.baselines import TeacherEncoder
-    from kalbert.teachers.backends import load_teacher
+    from kalbert.teachers.encoders import load_teacher_encoder
 
-    encoder = TeacherEncoder(load_teacher(str(prompted_static)))
+    encoder = load_teacher_encoder(str(prompted_static))
     query, passage = RoleEncoder(encoder, "query", "ko"), RoleEncoder(encoder, "passage", "ko")
     assert (query.prompt, passage.prompt) == ("qq ", "dd ")
     assert query.fingerprint != passage.fingerprint  # each role caches its own vectors

@@ -33,3 +33,22 @@ def tiny_teacher(tmp_path_factory, ko_vocab, make_tiny_albert) -> Path:
     checkpoint = make_tiny_albert(folder / "ckpt", ko_vocab, head="AlbertModel", hidden=24, max_positions=64, seed=2,
                                   languages=["en"])
     return export_sentence_model(ExportConfig(model=str(checkpoint), out=str(folder / "st"), normalize=True))
+
+
+@pytest.fixture
+def tasks_of():
+    """``tasks_of(model, refs, max_rows=None, mini_batch_size=None, **rows)``: the training tasks ``refs`` become, as
+    `sbert train` builds them from the rows layer (``rows``: RowsConfig settings)."""
+    from kalbert.rows.build import training_rows
+    from kalbert.rows.config import RowsConfig
+    from kalbert.rows.references import ROW_KINDS, resolve_refs
+    from kalbert.sentence.config import SentenceTrainConfig
+    from kalbert.sentence.train import build_tasks
+
+    def make(model, refs: list[str], max_rows: int | None = None, mini_batch_size: int | None = None, **rows):
+        config = SentenceTrainConfig(model="m", out="o", train=refs, rows=RowsConfig(**rows), max_rows=max_rows,
+                                     mini_batch_size=mini_batch_size)
+        sets = training_rows(resolve_refs(refs, ROW_KINDS, "--train", []), config.rows, max_rows).sets
+        return build_tasks(model, sets, config)
+
+    return make

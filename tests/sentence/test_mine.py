@@ -81,14 +81,14 @@ def test_sts_trains_on_a_mined_file_but_not_on_one_with_evaluation_sentences(tin
     mined = tmp_path / "mined.tsv"
     assert _mine(tiny_sbert, corpus, mined, "--pairs", "40") == 0
     out = tmp_path / "student"
-    assert main(["sbert", "sts", "--model", str(tiny_sbert), "--train", str(mined), "--out", str(out),
+    assert main(["sbert", "train", "--model", str(tiny_sbert), "--train", str(mined), "--out", str(out),
                  "--max-steps", "2", "--batch-size", "16", "--lr", "1e-3"]) == 0
     stage = json.loads((out / "kalbert.json").read_text(encoding="utf-8"))["stages"][-1]
     assert stage["config"]["train"] == [str(mined)]
     leaky = tmp_path / "leaky.tsv"
     leaky.write_text(f"sentence1\tsentence2\tscore\n{leaked}\t이 영화는 정말 훌륭하고 감동적이었다.\t2.0\n",
                      encoding="utf-8")
-    assert main(["sbert", "sts", "--model", str(tiny_sbert), "--train", str(leaky), "--out",
+    assert main(["sbert", "train", "--model", str(tiny_sbert), "--train", str(leaky), "--out",
                  str(tmp_path / "never")]) == 2
     assert "holds 1 sentences that evaluation splits score" in capsys.readouterr().err
     assert not list(tmp_path.glob("never*"))
@@ -103,7 +103,7 @@ def test_a_student_of_mined_pairs_inherits_the_teacher_lineage(tiny_sbert, corpu
     mined = tmp_path / "mined.tsv"
     assert _mine(teacher, corpus, mined, "--pairs", "40") == 0
     assert "korsts:dev" in json.loads(record_beside(mined).read_text(encoding="utf-8"))["training_splits"]
-    assert main(["sbert", "sts", "--model", str(tiny_sbert), "--train", str(mined), "--eval", "korsts:dev",
+    assert main(["sbert", "train", "--model", str(tiny_sbert), "--train", str(mined), "--eval", "korsts:dev",
                  "--out", str(tmp_path / "never")]) == 2
     assert "labelled by a teacher trained on korsts:dev" in capsys.readouterr().err
     student = tmp_path / "student"

@@ -9,8 +9,8 @@ import torch
 
 from kalbert.errors import KalbertError
 from kalbert.sentence.collapse import check_collapse
-from kalbert.sentence.config import STSConfig
-from kalbert.sentence.sts import train_sts
+from kalbert.sentence.config import SentenceTrainConfig
+from kalbert.sentence.train import train_sentence_model
 from kalbert.training import LoopConfig
 
 
@@ -42,9 +42,9 @@ def test_collapsed_training_stops_and_writes_nothing(tiny_sbert, tiny_data, tmp_
                     param.zero_()  # every token -> the LayerNorm bias: one vector for every sentence
         return model
 
-    monkeypatch.setattr("kalbert.sentence.sts.load_sentence_model", load_collapsed)
-    config = STSConfig(model=str(tiny_sbert), out=str(tmp_path / "out"), train=["korsts"],
+    monkeypatch.setattr("kalbert.sentence.train.load_sentence_model", load_collapsed)
+    config = SentenceTrainConfig(model=str(tiny_sbert), out=str(tmp_path / "out"), train=["korsts"],
                        loop=LoopConfig(lr=0.0, max_steps=2, eval_steps=1, batch_size=16))
     with pytest.raises(KalbertError, match="collapsed.*learning rate"):
-        train_sts(config)
+        train_sentence_model(config)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()  # a rerun starts afresh

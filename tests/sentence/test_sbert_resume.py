@@ -1,4 +1,4 @@
-"""Resuming fine-tuning: `kalbert sbert sts` killed with SIGKILL mid-run and rerun ends with the weights and
+"""Resuming fine-tuning: `kalbert sbert train` killed with SIGKILL mid-run and rerun ends with the weights and
 scores of an uninterrupted run; a rerun with other settings is refused and the unfinished run kept."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from kalbert.cli.main import main
-from kalbert.sentence.config import STSConfig
+from kalbert.sentence.config import SentenceTrainConfig
 from kalbert.training import LoopConfig, RunFolder
 
 TOTAL_STEPS = 24  # two epochs of the tiny KorSTS train split (96 rows) at batch size 8
@@ -37,7 +37,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _args(model: Path, out: Path, lr: str = "1e-3") -> list[str]:
-    return ["sbert", "sts", "--model", str(model), "--train", "korsts", "--out", str(out), "--batch-size", "8",
+    return ["sbert", "train", "--model", str(model), "--train", "korsts", "--out", str(out), "--batch-size", "8",
             "--lr", lr, "--max-steps", str(TOTAL_STEPS), "--eval-steps", "8", "--checkpoint-steps", "1"]
 
 
@@ -101,7 +101,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tiny_sbert, tiny_data,
 
 def test_a_rerun_with_other_settings_is_refused(tiny_sbert, tiny_data, tmp_path, capsys):
     out = tmp_path / "sts"
-    started = STSConfig(model=str(tiny_sbert), out=str(out), train=["korsts"],
+    started = SentenceTrainConfig(model=str(tiny_sbert), out=str(out), train=["korsts"],
                         loop=LoopConfig(batch_size=8, lr=1e-3, max_steps=TOTAL_STEPS, eval_steps=8, checkpoint_steps=1))
     RunFolder(out, asdict(started)).save({"step": 3})  # what a killed run of these settings leaves
     assert main(_args(tiny_sbert, out, lr="2e-3")) == 2

@@ -1,6 +1,6 @@
 """Search with a sentence model (a transformer, token-limited): build an index from a sentence file, find a
 paraphrase, note truncated queries, and refuse empty corpora and corrupted index files with one clear line.
-The names stay importable from kalbert.sentence; tests/search covers documents, engines and Milvus."""
+tests/search covers documents, engines and Milvus."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
-from kalbert.sentence import SearchBuildConfig, SearchIndex, build_index, search_index
+from kalbert.search import Index, SearchBuildConfig, build_index, search_index
 
 CORPUS = [
     "한 남자가 기타를 치고 있다.",
@@ -35,7 +35,7 @@ def index(tiny_sbert, tmp_path_factory):
 
 
 def test_index_files_and_paraphrase_found(index):
-    opened = SearchIndex(index)
+    opened = Index(index)
     assert len(opened) == len(CORPUS) and opened.embeddings.dtype == np.float16
     assert [opened.hit(0, 0.0, i).passage for i in range(len(CORPUS))] == CORPUS
     result = opened.query(["그 남자가 기타를 치고 있다.", "비행기가 이륙한다."], k=3)  # a random model: near-copies
@@ -86,6 +86,6 @@ def test_corrupted_index_is_a_clear_error(index, tmp_path, damage, capsys):
     else:
         (copy / "kalbert.json").unlink()
     with pytest.raises(KalbertError, match="corrupted|not a search index"):
-        SearchIndex(copy)
+        Index(copy)
     assert main(["search", "query", "--index", str(copy), "hello"]) == 2
     assert "kalbert: error:" in capsys.readouterr().err

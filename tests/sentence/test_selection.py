@@ -27,8 +27,8 @@ def test_dev_splits_pick(ref):
 
 
 @pytest.mark.parametrize("args", [
-    ["sbert", "sts", "--model", "{sbert}", "--train", "korsts", "--eval", "{ref}"],
-    ["sbert", "sts", "--model", "{sbert}", "--train", "korsts", "--eval", "korsts:dev", "{ref}"],
+    ["sbert", "train", "--model", "{sbert}", "--train", "korsts", "--eval", "{ref}"],
+    ["sbert", "train", "--model", "{sbert}", "--train", "korsts", "--eval", "korsts:dev", "{ref}"],
     ["teacher", "finetune", "--teacher", "{sbert}", "--eval", "{ref}"],
     ["sbert", "distill", "--teacher", "{sbert}", "--student", "{sbert}", "--corpus", "kowiki", "--eval", "{ref}"],
     ["sbert", "average", "--models", "{sbert}", "{sbert}", "--eval", "{ref}"],

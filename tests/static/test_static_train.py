@@ -14,34 +14,36 @@ import torch.nn.functional as F
 
 from kalbert.data import load_sts
 from kalbert.errors import KalbertError
-from kalbert.sentence.score_distill import TeacherScores
+from kalbert.rows.config import RowsConfig
+from kalbert.rows.references import TrainingRef
+from kalbert.rows.sets import GradedPairs
 from kalbert.static.config import StaticTrainConfig
 from kalbert.static.model import load_static_model
 from kalbert.static.train import (
     RANKING_SCALE,
     CorpusTask,
-    GradedPairs,
     PairBatches,
     cosent_loss,
-    pair_sets,
     ranking_loss,
     target_loss,
     train_static,
-    translation_pairs,
 )
 from kalbert.training import LoopConfig
 
 LOOP = {f.name for f in fields(LoopConfig)}
+ROWS = {f.name for f in fields(RowsConfig)}
 
 
 def _config(static_init, teacher_folder, tmp_path, **changes) -> StaticTrainConfig:
-    """A quick config; ``changes`` named like loop settings (epochs, batch_size, ...) go into its ``loop``."""
+    """A quick config; ``changes`` named like loop or rows settings (epochs, batch_size, negative_miner, ...) go
+    into its ``loop`` or ``rows``."""
     settings = dict(init=str(static_init), out=str(tmp_path / "trained"), teacher=str(teacher_folder),
                     max_sentences=400, dev_rows=100, eval=[], cache_dir=str(tmp_path / "cache"))
-    loop = dict(epochs=2, batch_size=64, lr=1e-2)
+    loop, rows = dict(epochs=2, batch_size=64, lr=1e-2), {}
     for name, value in changes.items():
-        (loop if name in LOOP else settings)[name] = value
-    return StaticTrainConfig(**settings, loop=replace(StaticTrainConfig(init="", out="").loop, **loop))
+        (loop if name in LOOP else rows if name in ROWS else settings)[name] = value
+    defaults = StaticTrainConfig(init="", out="")
+    return StaticTrainConfig(**settings, loop=replace(defaults.loop, **loop), rows=replace(defaults.rows, **rows))
 
 
 def test_training_lowers_the_heldout_loss_and_keeps_the_format(static_init, teacher, ko_corpus, tmp_path):
@@ -126,19 +128,6 @@ def test_qa_sets_train_questions_against_their_paragraph_and_val_articles_pick(s
                              out=str(tmp_path / "refused")))
 
 
-def test_boolq_questions_train_against_their_passage(tiny_boolq_rows):
-    (pairs,) = pair_sets(["kobest-boolq"], [], ["ko"])
-    assert pairs.label == "kobest-boolq:train"
-    assert pairs.anchors == [question for _, _, question, _ in tiny_boolq_rows]
-    assert pairs.positives == [passage for _, passage, _, _ in tiny_boolq_rows]
-
-
-def test_a_corpus_trains_its_sentences_against_the_rest_of_their_paragraph(tiny_corpus):
-    (pairs,) = pair_sets(["kowiki"], [], ["ko"])
-    assert pairs.label == "kowiki:all" and len(pairs.anchors) == 2
-    assert all(a not in p for a, p in zip(pairs.anchors, pairs.positives, strict=True))
-
-
 def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, teacher, tiny_qa_data, tmp_path):
     out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
                                   negative_miner=str(teacher), negative_margin=1.0, sts_epochs=1, batch_size=4))
@@ -146,16 +135,11 @@ def test_a_teacher_mines_the_qa_negatives_and_the_record_says_so(static_init, te
     assert mined["miner"] == str(teacher) and mined["questions"] == 14 and mined["replaced"] > 0
 
 
-def test_a_score_teacher_labels_the_qa_rows_it_distils(static_init, teacher, tiny_qa_data, tmp_path):
-    (pairs,) = pair_sets(["korquad"], ["korquad:val"], ["ko"], scores=TeacherScores(str(teacher)))
-    anchors, positives, negatives = pairs.teacher
-    assert anchors.shape == positives.shape == negatives.shape and anchors.shape[0] == len(pairs)
-    has_negative = np.array([n is not None for n in pairs.negatives])
-    assert np.allclose(np.linalg.norm(negatives[has_negative], axis=1), 1, atol=1e-2)
-    assert not negatives[~has_negative].any()
+def test_a_score_teacher_trains_the_qa_rows_and_the_record_says_so(static_init, teacher, tiny_qa_data, tmp_path):
     out, _ = train_static(_config(static_init, teacher, tmp_path, sts=["korquad"], eval=["korquad:val"],
                                   score_teacher=str(teacher), sts_epochs=1, batch_size=4))
-    assert json.loads((out / "kalbert.json").read_text())["stages"][-1]["config"]["score_teacher"] == str(teacher)
+    config = json.loads((out / "kalbert.json").read_text())["stages"][-1]["config"]
+    assert config["rows"]["score_teacher"] == str(teacher)
 
 
 def test_teacher_logits_equal_to_the_students_add_nothing():
@@ -166,17 +150,6 @@ def test_teacher_logits_equal_to_the_students_add_nothing():
     plain = ranking_loss(anchors, positives, negatives, [8])
     assert ranking_loss(anchors, positives, negatives, [8], teacher=own) == pytest.approx(plain.item(), abs=1e-5)
     assert ranking_loss(anchors, positives, negatives, [8], teacher=-own) > plain + 1
-
-
-def test_parallel_sets_pair_each_two_of_the_model_languages(korsts):
-    pairs = translation_pairs("parallel-stsb-train", ["ko", "zh"])
-    assert len(pairs) > 10_000 and pairs.negatives == [None] * len(pairs)
-    hangul = [any("\uac00" <= c <= "\ud7a3" for c in text) for text in (pairs.anchors[0], pairs.positives[0])]
-    assert hangul == [True, False]
-    with pytest.raises(KalbertError, match="this static model reads ko"):
-        translation_pairs("parallel-stsb-train", ["ko"])
-    with pytest.raises(KalbertError, match="evaluation split"):
-        translation_pairs("parallel-xnli-test", ["ko", "zh"])
 
 
 def test_cosent_stage_on_sts_train_splits_only(static_init, teacher, korsts, tmp_path):
@@ -207,8 +180,9 @@ def test_cosent_stage_on_a_graded_pairs_file(static_init, teacher, korsts, tmp_p
 
 def test_pair_batches_cover_every_pair_once_and_never_mix_sets(static_init):
     static, _ = load_static_model(static_init)
-    sets = [GradedPairs("a:train", ["좋다"] * 5, ["싫다"] * 5, np.linspace(0, 1, 5, dtype=np.float32)),
-            GradedPairs("b:train", ["영화"] * 3, ["배우"] * 3, np.ones(3, dtype=np.float32))]
+    sets = [GradedPairs(TrainingRef(name, "train", "sts", "ko"), [left] * n, [right] * n, scores)
+            for name, left, right, n, scores in (("a", "좋다", "싫다", 5, np.linspace(0, 1, 5, dtype=np.float32)),
+                                                 ("b", "영화", "배우", 3, np.ones(3, dtype=np.float32)))]
     mixed = PairBatches(static, sets, batch_size=2, score_temperature=0.01)
     assert len(mixed) == 3 + 2
     covered = {(index, int(row)) for index, rows in mixed.batches for row in rows}

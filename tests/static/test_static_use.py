@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from kalbert.bench.encoders import SentenceModelEncoder
-from kalbert.sentence.search import SearchBuildConfig, build_index, search_index
+from kalbert.search import SearchBuildConfig, build_index, search_index
 from kalbert.static.card import render_card
 
 SENTENCES = ["배우들의 연기가 좋았다", "영화가 너무 지루했다", "음악이 아름다웠다"]

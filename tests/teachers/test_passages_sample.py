@@ -14,7 +14,7 @@ import pytest
 from kalbert.data import data_path, iter_documents, load_sts
 from kalbert.errors import KalbertError
 from kalbert.teachers.backends import load_teacher, with_prompt
-from kalbert.teachers.corpus import CHARS, cached_sample, sample_documents, sample_sentences
+from kalbert.teachers.corpus import CHARS, cached_sample, sample_sentences
 from kalbert.text.balance import temperature_quotas
 from kalbert.text.normalize import normalize_text
 
@@ -55,14 +55,6 @@ def test_a_paragraph_holding_a_test_sentence_is_left_out(tmp_path, leaked_test_s
     corpus.write_text("\n\n".join([f"{filler[0]} {leaked}", *filler[1:]]) + "\n", encoding="utf-8")
     sample = sample_sentences([str(corpus)], 100, progress=False, unit="paragraph")
     assert sample.heldout_dropped == 1 and sorted(sample.all()) == sorted(filler[1:])
-
-
-def test_documents_keep_two_eligible_paragraphs_or_are_left_out(tmp_path, leaked_test_sentence):
-    leaked, filler = leaked_test_sentence, _filler(5)
-    documents = [[filler[0], f"{filler[1]} {leaked}"], [filler[2], "짧은 줄", filler[3]], [filler[4]]]
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n\n".join("\n".join(d) for d in documents) + "\n", encoding="utf-8")
-    assert sample_documents(str(corpus), 10, progress=False) == [[filler[2], filler[3]]]
 
 
 def test_paragraph_samples_are_cached_apart_from_sentence_samples(ko_corpus, tmp_path):

@@ -38,6 +38,7 @@ from kalbert.tasks.qa.metrics import METRICS, qa_scores
 from kalbert.tasks.qa.model import QAModel, QASettings, answer_all, load_tokenizer, read_config, tensors
 from kalbert.training import RunFolder, shuffled_batches, train_loop
 from kalbert.verbs import command_for
+from kalbert.weights import weights_sha256
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,8 @@ def evaluate_qa(model_dir: str | Path, task: str, split: str = "test", max_rows:
     examples, n_split = _rows(task, split, max_rows, languages)
     started = time.perf_counter()
     scores, predictions = score_examples(qa.model, qa.tokenizer, task, examples, qa.settings, qa.bf16)
-    return {"model": str(model_dir), "task": task, "split": split, "read_as": read_label(task, languages),
+    return {"model": str(model_dir), "weights_sha256": weights_sha256(model_dir), "task": task, "split": split,
+            "read_as": read_label(task, languages),
             **scores, "metric": METRICS[task][2],
             "n": len(examples), "n_split": n_split, "subset": len(examples) < n_split,
             "wall_seconds": round(time.perf_counter() - started, 2), "predictions": predictions}
@@ -191,19 +193,25 @@ def _storage_note(summary: dict[str, Any]) -> str:
 def render_card(summary: dict[str, Any]) -> str:
     """The README card of a QA folder, from its kalbert.json alone."""
     config, report, splits = summary["config"], summary["report"], summary["splits"]
-    spec = get_spec(summary["task"])
+    task = summary["task"]
+    trained = config.get("train") or [task]
+    sources = "\n".join(f"- {name}: {get_spec(name).description} ({get_spec(name).url}, {get_spec(name).licence})"
+                        for name in trained)
+    others = [name for name in trained if name != task]
+    also = (f" The other sets it was trained on ({', '.join(others)}) are scored by "
+            "`kalbert qa evaluate --task NAME --split test`." if others else "")
     subset = f" (first {report['n']} of {report['n_split']} questions)" if report["subset"] else ""
     em, f1 = f"{splits['select']}_exact_match", f"{splits['select']}_f1"
     rows = "\n".join(f"| {h['epoch']} | {h['train_loss']:.4f} | {h[em]:.2f} | {h[f1]:.2f} |"
                      for h in summary["history"])
     return f"""---
-language: [{', '.join(summary.get('languages') or [spec.lang])}]
+language: [{', '.join(summary.get('languages') or [get_spec(task).lang])}]
 library_name: transformers
 pipeline_tag: question-answering
 tags: [{summary['model_type']}, extractive-qa, kalbert]
 ---
 
-# Extractive QA: {summary['model_type'].upper()} fine-tuned on {summary['task']}
+# Extractive QA: {summary['model_type'].upper()} fine-tuned on {', '.join(trained)}
 
 `{summary['architecture']}` fine-tuned from `{config['model']}` by kalbert {summary['kalbert_version']}.
 
@@ -213,26 +221,27 @@ tags: [{summary['model_type']}, extractive-qa, kalbert]
 
 ## Data
 
-{spec.description} ({spec.url}, {spec.licence}). Fixed parts by article: trained on the
-`{splits['train']}` parts of {', '.join(summary['train_sets'])} ({summary['train_questions']} questions with a
-located answer, {summary['train_windows']} windows of {config['max_seq_length']} tokens, stride
-{config['doc_stride']}), epoch picked on `{summary['task']}:{splits['select']}` by F1, reported on
-`{summary['task']}:{splits['report']}` (read as {report['read_as']}), never trained on.
+{sources}
 
+Fixed parts by article: trained on the `{splits['train']}` parts of {', '.join(summary['train_sets'])} \
+({summary['train_questions']} questions with a located answer, {summary['train_windows']} windows of \
+{config['max_seq_length']} tokens, stride {config['doc_stride']}), epoch picked on `{task}:{splits['select']}` by F1, \
+reported on `{task}:{splits['report']}` (read as {report['read_as']}), never trained on.
+{_storage_note(summary)}
 ## Results
 
-EM / F1 x100, {report['metric']}.
+EM / F1 x100 when training ended, {report['metric']}.{also}
 
 | split | EM | F1 |
 |---|---|---|
-| {summary['task']}:{report['split']}{subset} | {report['exact_match']:.2f} | {report['f1']:.2f} |
+| {task}:{report['split']}{subset} | {report['exact_match']:.2f} | {report['f1']:.2f} |
 
 | epoch | train loss | {splits['select']} EM | {splits['select']} F1 |
 |---|---|---|---|
 {rows}
 
 Epoch {summary['selected_epoch']} kept; {summary['wall_seconds']:.0f} s in all.
-{_storage_note(summary)}
+
 ## Use
 
 ```bash

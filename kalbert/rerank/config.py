@@ -1,0 +1,68 @@
+"""The config of `kalbert rerank train`, apart from the code that runs it (which imports torch), so that the verb's
+--help and its input checks (:mod:`kalbert.inputs`) come first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kalbert.training.config import LoopConfig
+
+RerankLoss = Literal["lambda", "mnrl", "bce"]
+TRAIN_SETS = ("korquad:train", "cmrc2018:train", "drcd:train", "answers-ko:train", "answers-zh:train")
+"""question -> paragraph (the QA sets' train articles) and question -> answer (the answer sets' train carves)"""
+EVAL_SETS = ("korquad:val", "cmrc2018:val", "drcd:val", "answers-ko:dev", "answers-zh:dev")
+"""the splits that pick the checkpoint: never a reported one"""
+BM25 = "bm25"
+"""the first stage named by name; any other value is a sentence model or teacher ranking by cosine"""
+
+
+@dataclass
+class RerankTrainConfig:
+    """Fine-tuning a cross-encoder reranker (one relevance score per question and passage) from a kalbert ALBERT."""
+
+    model: str
+    """Start folder: an ALBERT checkpoint with its tokenizer, e.g. a QA model (models/qa-ko-zh-small: it was
+    pretrained to read a question against a paragraph), a sentence model (its transformer) or a reranker."""
+    out: str
+    """Output reranker folder (the best evaluated checkpoint): loads with CrossEncoder(out) and
+    AutoModelForSequenceClassification.from_pretrained(out)."""
+    train: list[str] = field(default_factory=lambda: list(TRAIN_SETS))
+    """Training sets, each at its train split: a QA set's train articles (each question against its paragraph) or a
+    question -> answer set's train carve (each question against its answer)."""
+    eval: list[str] = field(default_factory=lambda: list(EVAL_SETS))
+    """Splits whose mean nDCG@10 after reranking picks the checkpoint: a QA set's val articles (among the val and
+    train articles' paragraphs) or a question -> answer set's dev carve (among its answer pool)."""
+    negatives: int = 7
+    """Hard negatives per question, drawn from the miners' best-ranked passages of the same set's train split
+    (never the question's own passage or another answer to it)."""
+    negative_miner: str | None = None
+    """Dense model that mines negatives beside BM25 (a sentence-model folder or a teacher such as
+    multilingual-e5-small, with its prompts), skipping passages it scores at or above ``negative_margin`` x the
+    question's own; None: BM25 alone."""
+    negative_depth: int = 30
+    """Best-ranked passages of each miner that negatives are drawn from (at random, seeded): deep enough to
+    vary them, shallow enough to stay hard."""
+    negative_margin: float = 0.99
+    """Share of the dense miner's score for a question's own passage that a mined negative must stay under (a
+    passage scored that close most likely answers the question too)."""
+    first_stage: str = BM25
+    """What ranks the evaluation candidates: bm25, or a sentence model or teacher (cosine with its prompts)."""
+    depth: int = 20
+    """First-stage candidates reranked per evaluation question (its top-K); the rest keep their order."""
+    max_seq_length: int = 256
+    """Tokens per question + passage pair (the longer side is cut first): cost grows with it, and most QA
+    paragraphs fit in 256."""
+    max_rows: int | None = None
+    """Use at most this many questions of each training set, a seeded sample (None: all)."""
+    max_eval_rows: int | None = 200
+    """Score at most this many questions of each evaluation split, a seeded sample fixed for the run (None: all)."""
+    loss: RerankLoss = "lambda"
+    """sentence-transformers' cross-encoder loss: lambda (LambdaLoss, NDCG-weighted pairs over each question's
+    list), mnrl (MultipleNegativesRankingLoss: softmax over the positive, the hard negatives and
+    ``in_batch_negatives`` other rows' passages) or bce (BinaryCrossEntropyLoss, each pair on its own)."""
+    in_batch_negatives: int = 1
+    """For mnrl: other questions' passages of the batch scored as further negatives of each question."""
+    loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=1.0, batch_size=16, lr=3e-5,
+                                                                eval_steps=500))
+    """Optimisation and evaluation schedule (a batch is questions, each with its positive and negatives)."""

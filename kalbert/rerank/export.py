@@ -1,0 +1,92 @@
+"""`kalbert rerank export`: a reranker folder copied for shipping, its weights stored as float16 (computed in
+float32, :mod:`kalbert.weights`), optionally with ONNX files beside them for fast CPU scoring.
+
+The ONNX files are those of sentence models (:mod:`kalbert.onnx_files`): ``onnx/model.onnx`` exported from the
+classifier with dynamic batch and sequence axes and a ``logits`` output, and the int8 file sentence-transformers'
+dynamic quantisation writes for a CPU preset. Plain ``CrossEncoder(path, backend="onnx", model_kwargs={"file_name":
+...})`` loads either; ``load_reranker(path, backend="onnx-int8")`` finds them in kalbert.json. The copy must score
+probe pairs as the original does (float16 storage and the fp32 ONNX file within 1e-3); what int8 changes is
+recorded, and measured on real candidates by ``benchmarks/rerank_latency.py``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kalbert.artifact import Kind, read_meta
+from kalbert.errors import KalbertError
+from kalbert.hardware import hardware_block
+from kalbert.io import atomic_write_text
+from kalbert.onnx_files import FP32_FILE, ONNX_DIR, cpu_int8_config, export_fp32_file, quantise_int8_file, require_onnx
+from kalbert.rerank.card import render_card
+from kalbert.rerank.model import check_reranker_folder
+from kalbert.rerank.train import PROBES
+from kalbert.stage import artifact_folder, write_record
+from kalbert.weights import store_float16
+
+TOLERANCE = 1e-3
+"""largest change of a probe pair's logit that float16 storage or the fp32 ONNX file may make"""
+
+
+def _scores(folder: Path, file_name: str | None = None) -> tuple[Any, np.ndarray]:
+    """The folder loaded by sentence-transformers (from ``file_name`` with onnxruntime), and its probe scores."""
+    from sentence_transformers import CrossEncoder
+
+    onnx = {"backend": "onnx", "model_kwargs": {"file_name": file_name}} if file_name else {}
+    model = CrossEncoder(str(folder), device="cpu", local_files_only=True, **onnx)
+    return model, np.asarray(model.predict(PROBES, convert_to_numpy=True), dtype=np.float64)
+
+
+def _change(reference: np.ndarray, scores: np.ndarray) -> float:
+    return float(np.abs(reference - scores).max())
+
+
+def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8: bool = False,
+                    int8_config: str | None = None, overwrite: bool = False) -> dict[str, Any]:
+    """Write ``out``: ``model`` with float16 weights and, with ``onnx``, its ONNX file (and the int8 one with
+    ``int8``, for ``int8_config`` or this CPU's preset); returns its record."""
+    source = check_reranker_folder(model)
+    if int8 and not onnx:
+        raise KalbertError("--int8 quantises the ONNX file", "add --onnx")
+    if onnx:
+        require_onnx()
+    _, reference = _scores(source)
+    with artifact_folder(out, Kind.RERANKER, overwrite=overwrite) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
+        shutil.rmtree(tmp / ONNX_DIR, ignore_errors=True)  # files made from other weights would score another model
+        store_float16(tmp)
+        copy, scores = _scores(tmp)
+        if _change(reference, scores) > TOLERANCE:
+            raise KalbertError(f"float16 weights change the scores of {source} by {_change(reference, scores):.2e}",
+                               "keep the float32 folder")
+        meta = read_meta(tmp)
+        meta["weights_storage"] = {"dtype": "float16", "computed_in": "float32",
+                                   "max_probe_score_change": _change(reference, scores)}
+        meta["size_mb"] = round(sum(p.stat().st_size for p in tmp.glob("*.safetensors")) / 1e6, 1)
+        meta.pop("onnx", None)
+        if onnx:
+            export_fp32_file(copy, tmp / FP32_FILE, output="logits")
+            fp32, onnx_scores = _scores(tmp, FP32_FILE)
+            if _change(scores, onnx_scores) > TOLERANCE:
+                raise RuntimeError(f"the ONNX export of {source} scores the probes {_change(scores, onnx_scores):.2e} "
+                                   "away from its weights")
+            files, changes = {"fp32": FP32_FILE}, {"fp32": _change(scores, onnx_scores)}
+            preset = None
+            if int8:
+                preset = int8_config or cpu_int8_config()
+                files["int8"] = quantise_int8_file(fp32, preset, tmp)
+                changes["int8"] = _change(scores, _scores(tmp, files["int8"])[1])
+            meta["onnx"] = {"files": files, "int8_config": preset, "max_probe_score_change": changes,
+                            "made_on": hardware_block()}
+        command = ["kalbert", "rerank", "export", "--model", str(source), "--out", str(out),
+                   *(["--onnx"] if onnx else []), *(["--int8"] if int8 else []),
+                   *(["--int8-config", int8_config] if int8_config else []), *(["--overwrite"] if overwrite else [])]
+        meta["command"] = None
+        meta = write_record(tmp, meta, Kind.RERANKER, [source], command=shlex.join(command))
+        atomic_write_text(tmp / "README.md", render_card(meta))
+    return meta

@@ -1,0 +1,136 @@
+"""Scoring passages against a query: a reranker folder (PyTorch or its ONNX files) and the zero-shot baseline that
+reads the QA model's best answer span as relevance.
+
+Both expose the interface search and the benchmarks call: ``.name`` and ``.score(query, passages)`` -> one float
+per passage, higher = more relevant. A reranker reads each pair as ``[CLS] query [SEP] passage [SEP]`` cut to its
+token limit (the longer side first, as sentence-transformers' CrossEncoder cuts it), in batches of pairs of similar
+length, and returns its raw logits: the order is what matters, and logits never tie where a sigmoid saturates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from kalbert.artifact import Kind, folder_kind, kind_name, read_meta
+from kalbert.errors import KalbertError
+from kalbert.precision import Precision, autocast, resolve_precision
+
+Backend = Literal["torch", "onnx", "onnx-int8"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+BATCH_SIZE = 32
+"""pairs per forward pass"""
+
+
+def check_reranker_folder(path: str | Path) -> Path:
+    """``path`` when it holds a reranker (a kalbert reranker or any sentence-transformers CrossEncoder folder),
+    else a one-line error saying what it holds instead; reads no weights."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise KalbertError(f"{path}: reranker folder not found", "make one with `kalbert rerank train`")
+    kind = folder_kind(folder)
+    if kind != Kind.RERANKER:
+        what = f"a {kind_name(kind)} folder" if kind else "not a model folder kalbert recognises"
+        raise KalbertError(f"{path} is {what}, not a reranker", "make one with `kalbert rerank train`")
+    return folder
+
+
+def check_passages(query: str, passages: Sequence[str]) -> None:
+    """One line for a blank query or passage (a reranker would score it, meaninglessly)."""
+    if not isinstance(query, str) or not query.strip():
+        raise KalbertError("the query is empty", "give the question or search text")
+    for i, passage in enumerate(passages):
+        if not isinstance(passage, str) or not passage.strip():
+            raise KalbertError(f"passage {i + 1} of {len(passages)} is empty", "give every passage some text")
+
+
+class Reranker:
+    """A sequence-classification model with one output and its tokenizer, scoring (query, passage) pairs."""
+
+    def __init__(self, name: str, model: Any, tokenizer: Any, max_length: int, bf16: bool = False,
+                 batch_size: int = BATCH_SIZE) -> None:
+        self.name = name
+        self.model = model
+        """a transformers ...ForSequenceClassification or optimum's ORTModelForSequenceClassification"""
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        """tokens per pair; longer pairs are cut, the longer side first"""
+        self.bf16 = bf16
+        self.batch_size = batch_size
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """One float32 score per passage, in the given order; higher = more relevant."""
+        check_passages(query, passages)
+        return self.score_pairs([(query, passage) for passage in passages])
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Scores of (query, passage) pairs of any queries, batched by length."""
+        import torch
+
+        scores = np.zeros(len(pairs), dtype=np.float32)
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        device = getattr(self.model, "device", "cpu")
+        with torch.inference_mode(), autocast(device, self.bf16):
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start: start + self.batch_size]
+                inputs = self.tokenizer([pairs[i][0] for i in chunk], [pairs[i][1] for i in chunk], padding=True,
+                                        truncation="longest_first", max_length=self.max_length, return_tensors="pt")
+                logits = self.model(**{k: v.to(device) for k, v in inputs.items()}).logits
+                scores[chunk] = logits[:, 0].float().cpu().numpy()
+        return scores
+
+
+def onnx_file(folder: Path, backend: Backend) -> str:
+    """The ONNX file of ``folder`` that ``backend`` runs (recorded by `kalbert rerank export --onnx`)."""
+    files = (read_meta(folder).get("onnx") or {}).get("files") or {}
+    key = "int8" if backend == "onnx-int8" else "fp32"
+    if key not in files or not (folder / files[key]).is_file():
+        what = "int8 " if key == "int8" else ""
+        raise KalbertError(f"{folder} has no {what}ONNX file", f"write one with `kalbert rerank export --model "
+                           f"{folder} --out OUT --onnx{' --int8' if key == 'int8' else ''}`")
+    return files[key]
+
+
+def load_reranker(path: str | Path, backend: Backend = "torch", precision: Precision = "auto",
+                  batch_size: int = BATCH_SIZE) -> Reranker:
+    """A reranker folder, ready to score; ``precision`` applies to PyTorch (auto: bf16 where it is native)."""
+    from sentence_transformers import CrossEncoder
+
+    folder = check_reranker_folder(path)
+    if backend not in BACKENDS:
+        raise KalbertError(f"unknown reranker backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
+    if backend == "torch":
+        bf16, _ = resolve_precision(precision, "cpu")
+        encoder = CrossEncoder(str(folder), device="cpu", local_files_only=True)
+    else:
+        if precision == "bf16":
+            raise KalbertError("bf16 runs the PyTorch weights, not an ONNX file", "use --precision auto or fp32")
+        bf16 = False
+        encoder = CrossEncoder(str(folder), device="cpu", backend="onnx", local_files_only=True,
+                               model_kwargs={"file_name": onnx_file(folder, backend)})
+    if encoder.num_labels != 1:
+        raise KalbertError(f"{folder} scores {encoder.num_labels} classes, not one relevance score",
+                           "a reranker has num_labels 1")
+    model = encoder.model.eval() if backend == "torch" else encoder.model
+    return Reranker(folder.name, model, encoder.tokenizer, encoder.max_seq_length, bf16, batch_size)
+
+
+class QASpanScorer:
+    """Zero-shot relevance from an extractive-QA model: a passage scores its best answer span's probability
+    (P(start) x P(end), over the windows of the passage), as :class:`kalbert.tasks.qa.QAModel` answers."""
+
+    def __init__(self, path: str | Path, precision: Precision = "auto") -> None:
+        from kalbert.tasks.qa import QAModel
+
+        self.qa = QAModel(path, precision)
+        self.name = f"{Path(path).name} (best answer span)"
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        check_passages(query, passages)
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        answers = self.qa.answer([query] * len(passages), list(passages))
+        return np.array([answer.score for answer in answers], dtype=np.float32)

@@ -1,0 +1,63 @@
+"""Cross-encoder reranking of search hits: a reranker (:mod:`kalbert.rerank`) reads each query beside each of
+its best passages and scores them again, which ranks better than comparing two vectors and costs one model
+pass per passage, so only the first ``rerank_depth`` retrieved passages are read.
+
+"Rerank" means this; IVF-PQ's re-scoring of its candidates against the stored vectors is "refine"
+(:class:`kalbert.search.engines.EngineSettings`), as faiss calls it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from kalbert.errors import KalbertError
+
+SHIPPED_RERANKER = Path(__file__).resolve().parents[2] / "models" / "rerank-ko-zh-small"
+RERANK_DEPTH = 50
+"""retrieved passages a reranker reads per query by default"""
+
+
+class Reranker(Protocol):
+    """What reranking needs: higher scores for passages more relevant to the query."""
+
+    name: str
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray: ...
+
+
+def default_reranker() -> Path | None:
+    """The shipped reranker's folder where this checkout has one, else None (no reranking by default)."""
+    return SHIPPED_RERANKER if SHIPPED_RERANKER.is_dir() else None
+
+
+def load_reranker(reranker: str | Path | Reranker) -> Reranker:
+    """A reranker object as given, or loaded from its folder."""
+    if hasattr(reranker, "score"):
+        return reranker  # type: ignore[return-value]
+    folder = Path(reranker).expanduser()
+    if not folder.is_dir():
+        raise KalbertError(f"reranker folder {folder} not found", "pass a reranker folder, or none for no reranking")
+    try:
+        from kalbert.rerank.model import load_reranker as load
+    except ImportError:
+        raise KalbertError("this kalbert has no cross-encoder reranking (kalbert.rerank)",
+                           "drop the reranker, or update kalbert") from None
+    return load(folder)
+
+
+def rerank_scores(reranker: Reranker, query: str, passages: list[str]) -> np.ndarray:
+    """The reranker's scores of ``passages`` for ``query``, checked to be one finite number per passage."""
+    if not passages:
+        return np.zeros(0, dtype=np.float32)
+    scores = np.asarray(reranker.score(query, passages), dtype=np.float32).reshape(-1)
+    if len(scores) != len(passages) or not np.isfinite(scores).all():
+        raise RuntimeError(f"reranker {getattr(reranker, 'name', reranker)!r} gave {len(scores)} scores (finite: "
+                           f"{bool(np.isfinite(scores).all())}) for {len(passages)} passages")
+    return scores
+
+
+def reranker_name(reranker: Any) -> str:
+    return str(getattr(reranker, "name", type(reranker).__name__))

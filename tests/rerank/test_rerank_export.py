@@ -1,0 +1,40 @@
+"""`kalbert rerank export`: float16 weights and ONNX files that score as the trained folder does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kalbert.artifact import Kind, read_meta
+from kalbert.cli.main import main
+from kalbert.errors import KalbertError
+
+QUERY = "서울은 어느 나라의 도시인가?"
+PASSAGES = ["서울은 한국의 도시이다.", "부산에는 오래된 시장이 있다.", "长江最后注入东海。"]
+
+
+def test_export_writes_float16_weights_and_onnx_files_that_score_alike(tiny_reranker, tmp_path):
+    from kalbert.rerank import load_reranker
+
+    out = tmp_path / "shipped"
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(out), "--onnx", "--int8"]) == 0
+    meta = read_meta(out, Kind.RERANKER)
+    assert meta["weights_storage"]["dtype"] == "float16" and set(meta["onnx"]["files"]) == {"fp32", "int8"}
+    assert meta["command"].startswith("kalbert rerank export") and "--onnx --int8" in meta["command"]
+    reference = load_reranker(tiny_reranker, precision="fp32").score(QUERY, PASSAGES)
+    for backend, atol in (("torch", 1e-3), ("onnx", 1e-3), ("onnx-int8", 0.5)):
+        scores = load_reranker(out, backend=backend, precision="auto" if backend != "torch" else "fp32").score(
+            QUERY, PASSAGES)
+        assert np.allclose(scores, reference, atol=atol), backend
+
+
+def test_an_onnx_backend_without_its_file_is_one_line(tiny_reranker):
+    from kalbert.rerank import load_reranker
+
+    with pytest.raises(KalbertError, match="has no int8 ONNX file"):
+        load_reranker(tiny_reranker, backend="onnx-int8")
+
+
+def test_int8_without_onnx_is_refused(tiny_reranker, tmp_path, capsys):
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"), "--int8"]) == 2
+    assert "--int8 quantises the ONNX file" in capsys.readouterr().err
