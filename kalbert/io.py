@@ -121,3 +121,15 @@ def open_text(path: str | Path) -> Iterator[str]:
 def kalbert_cache() -> Path:
     """kalbert's rebuildable caches: ``$XDG_CACHE_HOME/kalbert`` (default ``~/.cache/kalbert``)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kalbert"
+
+
+def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each non-blank line of a JSONL file; None where a line is not JSON, so the
+    caller says in one line what that line should have been."""
+    for no, line in enumerate(open_text(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield no, json.loads(line)
+        except json.JSONDecodeError:
+            yield no, None

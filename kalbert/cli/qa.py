@@ -121,16 +121,10 @@ def _export(args: argparse.Namespace) -> int:
 
 def _jsonl_items(path: str) -> list[dict]:
     """The {"context", "question"} objects of a JSONL file; a bad line is a one-line error."""
-    from kalbert.io import open_text
+    from kalbert.io import json_lines
 
     items = []
-    for no, line in enumerate(open_text(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            item = None
+    for no, item in json_lines(path):
         if not (isinstance(item, dict) and isinstance(item.get("context"), str)
                 and isinstance(item.get("question"), str)):
             raise KalbertError(f"{path} line {no} is not a JSON object with string \"context\" and \"question\"")

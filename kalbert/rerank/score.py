@@ -7,7 +7,6 @@ best first). The whole file is read and checked before the model loads, so a bad
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kalbert.errors import KalbertError
-from kalbert.io import open_text
+from kalbert.io import json_lines
 from kalbert.rerank.model import Reranker, check_passages
 
 SHAPE = '{"query": "...", "passages": ["...", ...]}'
@@ -24,13 +23,7 @@ SHAPE = '{"query": "...", "passages": ["...", ...]}'
 def read_requests(path: str | Path) -> list[dict[str, Any]]:
     """The requests of a JSONL file; a malformed line, a blank query or passage, or no passages: one line."""
     requests = []
-    for no, line in enumerate(open_text(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            item = None
+    for no, item in json_lines(path):
         if not (isinstance(item, dict) and isinstance(item.get("query"), str)
                 and isinstance(item.get("passages"), list)):
             raise KalbertError(f"{path} line {no} is not a JSON object with a string \"query\" and a list "
