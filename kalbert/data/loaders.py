@@ -32,6 +32,7 @@ from kalbert.data.registry import (
     list_datasets,
     question_key,
     question_parts,
+    split_of,
 )
 from kalbert.data.roots import data_path
 from kalbert.errors import KalbertError
@@ -397,13 +398,22 @@ def load_qa(name: str, split: str, root: str | Path | None = None) -> list[QAExa
 def load_answers(name: str, split: str, root: str | Path | None = None) -> list[QAPair]:
     """Question -> answer pairs of a split carved by question (:func:`kalbert.data.registry.question_parts`) from
     every file of the set; a question's answers are all in one split."""
+    carves = _answer_carves(name, root)
+    return carves[split_of(get_spec(name), split)]
+
+
+def _answer_carves(name: str, root: str | Path | None) -> dict[str, list[QAPair]]:
+    """Every pair of the set's files, read once, by the carve its question falls in."""
     spec = get_spec(name)
     if spec.kind != "answers":
         raise KalbertError(f"load_answers cannot read '{name}' (a {spec.kind} data set)",
                            f"load_answers reads: {', '.join(list_datasets('answers'))}")
-    pairs = [record for path in data_path(name, split, root) for record in _answer_file(path)]
+    pairs = [record for path in data_path(name, "train", root) for record in _answer_file(path)]
     parts = question_parts(pair.question for pair in pairs)
-    return [pair for pair in pairs if parts[question_key(pair.question)] == split]
+    carves: dict[str, list[QAPair]] = {split: [] for split in spec.splits}
+    for pair in pairs:
+        carves[parts[question_key(pair.question)]].append(pair)
+    return carves
 
 
 def _answer_file(path: Path) -> list[QAPair]:
@@ -432,11 +442,11 @@ def answer_pool(name: str, split: str, root: str | Path | None = None) -> Answer
     """Each question of ``split`` (dev or test) against every distinct answer of the set's dev and test carves, plus
     train-carve answers (in a fixed hash order) up to :data:`ANSWER_POOL_MIN`. Dev and test share the pool, so their
     scores are comparable; test answers among dev's candidates are distractors only, never relevant."""
-    carves = {part: load_answers(name, part, root) for part in ("dev", "test")}
+    carves = _answer_carves(name, root)
     answers = list(dict.fromkeys(pair.answer for part in ("dev", "test") for pair in carves[part]))
     if len(answers) < ANSWER_POOL_MIN:
         seen = set(answers)
-        fill = sorted({pair.answer for pair in load_answers(name, "train", root)} - seen,
+        fill = sorted({pair.answer for pair in carves["train"]} - seen,
                       key=lambda text: hashlib.sha256(text.encode()).hexdigest())
         answers += fill[: ANSWER_POOL_MIN - len(answers)]
     place = {text: i for i, text in enumerate(answers)}
