@@ -242,7 +242,7 @@ def markdown(report: dict[str, Any]) -> str:
              "benchmark's process on the same CPUs as the server.", "",
              "| model | endpoint | clients | requests/s | texts/s | p50 ms | p99 ms | load before -> after |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
-    for result in report["results"]:
+    for result in report["models"]:
         for row in result["rows"]:
             lines.append(f"| {result['model']} | {row['endpoint']} | {row['clients']} | {row['requests_per_s']} | "
                          f"{row['texts_per_s']} | {row['p50_ms']} | {row['p99_ms']} | "
@@ -250,7 +250,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", "| model | start-up to first answer (s) | in-process search p50 / p99 ms | server p50 / in-process "
                   "p50 (1 client) | in-process encode texts/s | server texts/s at 8 clients / in-process |",
               "|---|---:|---:|---:|---:|---:|"]
-    for result in report["results"]:
+    for result in report["models"]:
         local = result["in_process"]
         lines.append(f"| {result['model']} | {result['startup_seconds']} | {local['search']['p50_ms']} / "
                      f"{local['search']['p99_ms']} | {result['search_overhead_p50']}x | "
@@ -292,9 +292,11 @@ def main() -> None:
                               "passages": args.passages, "embed_batch": args.embed_batch, "clients": list(CLIENTS),
                               "questions": len(queries), "hardware": hardware_block(),
                               "load_average_before": load_average(), "note": args.note}
-    report["results"] = [measure(model, corpus, args, queries) for model in MODELS]
+    for model in MODELS:  # every index before any measurement: the in-process runs set OpenMP to one thread
+        index_for(model, corpus, args.passages, args.work)
+    report["models"] = [measure(model, corpus, args, queries) for model in MODELS]
     report["load_average_after"] = load_average()
-    report["targets"] = targets(report["results"])
+    report["targets"] = targets(report["models"])
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out.with_suffix(".json"), report)
     text = markdown(report)

@@ -14,10 +14,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kalbert.errors import KalbertError
+from kalbert.errors import KalbertError, WrongKind
 from kalbert.io import atomic_write_json
 
 META_FILE = "kalbert.json"
+MODULES_FILE = "modules.json"
+"""What sentence-transformers writes in every folder it saves: the list of the model's modules."""
+ST_SETTINGS_FILE = "config_sentence_transformers.json"
+"""sentence-transformers' own settings of a folder: its prompts and, since v4, its ``model_type``."""
 
 
 class Kind(StrEnum):
@@ -36,22 +40,6 @@ class Kind(StrEnum):
     RERANKER = "reranker"
 
 
-# The command that makes each kind, for "build one with ..." hints.
-MAKERS = {
-    Kind.VOCAB: "kalbert vocab build",
-    Kind.PRETRAINING_DATA: "kalbert data build",
-    Kind.PRETRAINING_RUN: "kalbert pretrain",
-    Kind.PRETRAINED_MODEL: "kalbert pretrain or kalbert transplant",
-    Kind.SENTENCE_MODEL: "kalbert sbert export|train|distill",
-    Kind.STATIC_MODEL: "kalbert static distill|train",
-    Kind.TEACHER: "kalbert teacher export",
-    Kind.QA_MODEL: "kalbert qa train",
-    Kind.MC_MODEL: "kalbert mc train",
-    Kind.SEARCH_INDEX: "kalbert search build",
-    Kind.RERANKER: "kalbert rerank train",
-}
-
-
 def kind_name(kind: str) -> str:
     """A kind as messages say it: "QA model" for ``qa``, "sentence model" for ``sentence-model``."""
     return {Kind.QA_MODEL: "QA model", Kind.MC_MODEL: "multiple-choice model"}.get(kind, kind.replace("-", " "))
@@ -65,7 +53,8 @@ def read_meta(folder: str | Path, expect: Kind | tuple[Kind, ...] | None = None)
     """The folder's ``kalbert.json``.
 
     Without ``expect``: ``{}`` when it has none or it is unreadable (a plain HF or SentenceTransformer
-    folder). With ``expect``: a one-line error unless the record exists and is of that kind (one of them).
+    folder). With ``expect``: a one-line error unless the record exists and is of that kind (one of them),
+    a :class:`~kalbert.errors.WrongKind`, whose hint the verb layer completes with the verbs that make one.
     """
     path = meta_path(folder)
     try:
@@ -77,12 +66,11 @@ def read_meta(folder: str | Path, expect: Kind | tuple[Kind, ...] | None = None)
         return meta or {}
     kinds = (expect,) if isinstance(expect, Kind) else expect
     wanted = " or ".join(kind_name(kind) for kind in kinds)
-    makers = " or ".join(f"`{MAKERS[kind]}`" for kind in kinds)
     if meta is None:
-        raise KalbertError(f"{folder} is not a {wanted} folder (no readable {META_FILE})", f"make one with {makers}")
+        raise WrongKind(f"{folder} is not a {wanted} folder (no readable {META_FILE})", tuple(kinds))
     if meta.get("kind") not in kinds:
-        raise KalbertError(f"{folder} is a {kind_name(str(meta.get('kind', 'unknown')))} folder, not a {wanted} folder",
-                           f"make one with {makers}")
+        raise WrongKind(f"{folder} is a {kind_name(str(meta.get('kind', 'unknown')))} folder, not a {wanted} folder",
+                        tuple(kinds))
     return meta
 
 
@@ -96,7 +84,7 @@ def folder_kind(folder: str | Path) -> str | None:
         return str(kind)
     if _is_cross_encoder(folder):
         return Kind.RERANKER
-    if (folder / "modules.json").is_file():
+    if is_sentence_model(folder):
         return Kind.SENTENCE_MODEL
     if (folder / "config.json").is_file():
         try:
@@ -109,11 +97,19 @@ def folder_kind(folder: str | Path) -> str | None:
     return Kind.VOCAB if (folder / "spiece.model").is_file() else None
 
 
+def is_sentence_model(folder: str | Path) -> bool:
+    """True for a SentenceTransformer folder, made by kalbert or elsewhere: it has ``modules.json`` and is not a
+    CrossEncoder (a reranker, which sentence-transformers saves with a ``modules.json`` too). The one test of
+    "is this a sentence-transformers folder" in the kit; :func:`folder_kind` answers "what does it hold"."""
+    folder = Path(folder)
+    return (folder / MODULES_FILE).is_file() and not _is_cross_encoder(folder)
+
+
 def _is_cross_encoder(folder: Path) -> bool:
     """A sentence-transformers CrossEncoder folder (a reranker made elsewhere): its modules.json makes it look like
     a sentence model, its config_sentence_transformers.json says otherwise."""
     try:
-        settings = json.loads((folder / "config_sentence_transformers.json").read_text(encoding="utf-8"))
+        settings = json.loads((folder / ST_SETTINGS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(settings, dict) and settings.get("model_type") == "CrossEncoder"

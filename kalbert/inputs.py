@@ -1,21 +1,23 @@
-"""What each verb takes, declared once and checked before any work.
+"""The kinds of input a verb declares (:attr:`kalbert.verbs.Verb.inputs`), each checked before any work.
 
-Every folder a verb reads is declared with the kinds it accepts (its ``kalbert.json`` ``kind``, or what a folder
-made elsewhere holds: :func:`kalbert.artifact.folder_kind`), teachers by name or folder, data by set name or file,
-and outputs must not exist unless ``--overwrite``. The CLI checks a verb's inputs after parsing and before the
-verb imports a model (:func:`kalbert.cli.common.check_args`), so a wrong folder costs one line, not the minutes a
-model load or a teacher's encoding would take before failing, and nothing is written or cached.
+A folder is declared with the kinds it accepts (its ``kalbert.json`` ``kind``, or what a folder made elsewhere
+holds: :func:`kalbert.artifact.folder_kind`), teachers by name or folder, data by set name or file, and outputs
+must not exist unless ``--overwrite``. A verb's inputs are checked after its flags are parsed and before it
+imports a model, from the command line and from a recipe stage alike (:meth:`kalbert.verbs.Verb.check`), so a
+wrong folder costs one line, not the minutes a model load or a teacher's encoding would take before failing,
+and nothing is written or cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kalbert.artifact import MAKERS, Kind, folder_kind, kind_name
-from kalbert.errors import KalbertError
+from kalbert.artifact import Kind, folder_kind, kind_name
+from kalbert.errors import KalbertError, WrongKind
 
 E5 = "multilingual-e5-small"
 """The teacher name that stands for its folder, exported on first use (kalbert.teachers.backends.e5_folder)."""
@@ -38,12 +40,13 @@ class Folder:
             return
         path = Path(value).expanduser()
         wanted = self.what or f"a {' or '.join(kind_name(kind) for kind in self.kinds)} folder"
-        makers = self.makers or " or ".join(f"`{MAKERS[Kind(kind)]}`" for kind in self.kinds)
         also = f", or {' or '.join(self.names)}" if self.names else ""
         if not path.exists():
-            raise KalbertError(f"{flag} {value}: folder not found", f"{flag} takes {wanted}{also}")
+            close = difflib.get_close_matches(value, self.names, n=1)
+            guess = f"did you mean '{close[0]}'? " if close else ""
+            raise KalbertError(f"{flag} {value}: folder not found", f"{guess}{flag} takes {wanted}{also}")
         if not path.is_dir():
-            raise KalbertError(f"{flag} {value} is a file, not {wanted}", f"make one with {makers}{also}")
+            raise self._wrong(f"{flag} {value} is a file, not {wanted}", also)
         kind = folder_kind(path)
         if kind in self.kinds:
             return
@@ -51,7 +54,13 @@ class Folder:
             raise KalbertError(f"{flag} {value} is a pretraining run folder, not a model folder",
                                f"pass its exported model: {path / 'model'}")
         what = f"a {kind_name(kind)} folder" if kind else "not a folder kalbert recognises (no kalbert.json)"
-        raise KalbertError(f"{flag} {value} is {what}; {flag} takes {wanted}{also}", f"make one with {makers}")
+        raise self._wrong(f"{flag} {value} is {what}; {flag} takes {wanted}{also}")
+
+    def _wrong(self, message: str, also: str = "") -> KalbertError:
+        """The error for a folder of another kind: its makers named here where declared, else by the verb layer."""
+        if self.makers:
+            return KalbertError(message, f"make one with {self.makers}{also}")
+        return WrongKind(message, self.kinds, also)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,16 @@ class File:
 
 
 @dataclass(frozen=True)
+class Sources:
+    """Documents to index: folders, text or JSONL files, or data sets (what ``search build --corpus`` reads)."""
+
+    def check(self, flag: str, value: str) -> None:
+        from kalbert.search.documents import check_sources
+
+        check_sources([value])
+
+
+@dataclass(frozen=True)
 class Output:
     """A file or folder the verb creates: refused when it exists (unless --overwrite) or cannot be made."""
 
@@ -107,7 +126,7 @@ class Output:
     needs: str | None = None
     """a setting without which this output is never written (qa predict --out needs --jsonl)"""
 
-    def check(self, flag: str, value: str, values: dict[str, Any], overwrite: bool) -> None:
+    def check(self, flag: str, value: str, values: Mapping[str, Any], overwrite: bool) -> None:
         if self.needs and not values.get(self.needs):
             raise KalbertError(f"{flag} is only written with {_flag(self.needs)}",
                                f"add {_flag(self.needs)} FILE or drop {flag}")
@@ -138,7 +157,7 @@ class Choices:
             raise KalbertError(f"{flag}: the same answer is given twice", "give distinct choices")
 
 
-Input = Folder | Teacher | Data | File | Output | Choices
+Input = Folder | Teacher | Data | File | Sources | Output | Choices
 
 # The folders each kind of verb starts from.
 ENCODER_START = Folder((Kind.PRETRAINED_MODEL, Kind.TEACHER, Kind.SENTENCE_MODEL, Kind.QA_MODEL, Kind.MC_MODEL),
@@ -158,66 +177,20 @@ SENTENCE_MODELS = Folder((Kind.SENTENCE_MODEL, Kind.STATIC_MODEL))
 """what encodes passages and queries: a sentence model or a static one"""
 RERANKER = Folder((Kind.RERANKER,), names=("none",))
 """a cross-encoder reranker, or none for no reranking"""
-
-INPUTS: dict[str, dict[str, Input]] = {
-    "vocab build": {"inputs": Data(), "out": Output()},
-    "vocab extend": {"base": TOKENIZER, "words": File(), "from_corpus": Data(), "out": Output()},
-    "vocab inspect": {"vocab": TOKENIZER},
-    "data build": {"vocab": Folder((Kind.VOCAB,)), "inputs": Data(), "out": Output()},
-    "data questions": {"out": Output("file")},
-    # pretrain --out is left to the run, which continues an existing one with --resume
-    "pretrain": {"data": Folder((Kind.PRETRAINING_DATA,)), "init_from": Folder((Kind.PRETRAINED_MODEL,)),
-                 "vocab": Folder((Kind.VOCAB,)), "distill_teacher": Teacher()},
-    "transplant": {"teacher": Folder((Kind.TEACHER, Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL), names=(E5,),
-                                     what="a BERT-family encoder folder (a teacher or a plain checkpoint)",
-                                     makers="`kalbert teacher export`"),
-                   "vocab": Folder((Kind.VOCAB,)), "out": Output()},
-    "teacher export": {"out": Output()},
-    "teacher finetune": {"teacher": Teacher(), "train": Data(), "eval": Data(selects=True), "test": Data(),
-                         "out": Output()},
-    "teacher encode": {"teacher": Teacher(), "corpus": Data()},
-    "sbert export": {"model": Folder((Kind.PRETRAINED_MODEL, Kind.SENTENCE_MODEL)), "tokenizer": TOKENIZER,
-                     "eval": Data(selects=True), "out": Output()},
-    "sbert train": {"model": SENTENCE_START, "train": Data(), "eval": Data(selects=True), "test": Data(),
-                    "negative_miner": Teacher(), "score_teacher": Teacher(), "out": Output()},
-    "sbert distill": {"student": SENTENCE_START, "teacher": Teacher(), "parallel": Data(), "corpus": Data(),
-                      "eval": Data(selects=True), "out": Output()},
-    "sbert mine": {"teacher": Teacher(), "corpus": Data(), "out": Output("file")},
-    "sbert average": {"models": Folder((Kind.SENTENCE_MODEL,)), "eval": Data(selects=True), "out": Output()},
-    "static distill": {"vocab": Folder((Kind.VOCAB,)), "teacher": Teacher(), "eval": Data(selects=True),
-                       "out": Output()},
-    "static train": {"init": Folder((Kind.STATIC_MODEL,)), "teacher": Teacher(), "corpus": Data(), "sts": Data(),
-                     "negative_miner": Teacher(), "score_teacher": Teacher(), "eval": Data(selects=True),
-                     "out": Output()},
-    "mc train": {"model": ENCODER_START, "extra_train": File(), "out": Output()},
-    "mc average": {"models": Folder((Kind.MC_MODEL,)), "out": Output()},
-    "mc predict": {"model": Folder((Kind.MC_MODEL,)), "choices": Choices()},
-    "mc cloze": {"corpus": Data(), "out": Output("file")},
-    "qa train": {"model": ENCODER_START, "out": Output()},
-    "qa predict": {"model": Folder((Kind.QA_MODEL,)), "jsonl": File(), "out": Output("file", needs="jsonl")},
-    "qa export": {"model": Folder((Kind.QA_MODEL,)), "out": Output()},
-    "qa evaluate": {"model": Folder((Kind.QA_MODEL,)), "out": Output("file")},
-    "search query": {"index": SEARCH_INDEX, "rerank_model": RERANKER, "model": SENTENCE_MODELS},
-    "search add": {"index": SEARCH_INDEX},
-    "search delete": {"index": SEARCH_INDEX},
-    "search compact": {"index": SEARCH_INDEX},
-    "serve": {"index": SEARCH_INDEX, "model": SENTENCE_MODELS, "rerank_model": RERANKER},
-    "rerank train": {"model": ENCODER_START, "train": Data(), "eval": Data(selects=True), "negative_miner": Teacher(),
-                     "out": Output()},
-    "rerank score": {"model": Folder((Kind.RERANKER,)), "input": File(), "out": Output("file")},
-    "rerank export": {"model": Folder((Kind.RERANKER,)), "out": Output()},
-}
-"""verb -> setting or argument name -> what it must be"""
+TRANSPLANT_TEACHER = Folder((Kind.TEACHER, Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL), names=(E5,),
+                            what="a BERT-family encoder folder (a teacher or a plain checkpoint)",
+                            makers="`kalbert teacher export`")
+"""what a transplant reads its embeddings and layers from (and widening its further directions)"""
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def check_inputs(command: str, values: dict[str, Any], overwrite: bool = False) -> None:
-    """Raise a one-line :class:`KalbertError` for the first of ``command``'s declared inputs that ``values`` (setting
-    or argument name -> value) gets wrong; unset ones (None, []) are not checked."""
-    for name, spec in INPUTS.get(command, {}).items():
+def check_inputs(inputs: Mapping[str, Input], values: Mapping[str, Any], overwrite: bool = False) -> None:
+    """Raise a one-line :class:`KalbertError` for the first of the declared ``inputs`` (setting or argument name ->
+    what it must be) that ``values`` (name -> value) gets wrong; unset ones (None, [], "") are not checked."""
+    for name, spec in inputs.items():
         value = values.get(name)
         if value in (None, [], ""):
             continue

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,26 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 def refuse_existing_output(path: str | Path, overwrite: bool) -> None:
-    """Refuse an existing output folder unless ``overwrite``; stages call it before hours of work, not after."""
+    """Refuse an existing output folder unless ``overwrite``, and one that cannot be written; stages call it
+    before hours of work, not after."""
     if Path(path).exists() and not overwrite:
         raise KalbertError(f"output folder {path} already exists", "pass --overwrite or choose another --out")
+    check_writable(path)
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse an output under which nothing can be made (``/proc``, a read-only mount, a folder of another user),
+    by making and removing a folder in its nearest existing parent: permission bits do not tell (root passes
+    them all, ``/proc`` refuses even root)."""
+    path = Path(path).expanduser()
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise KalbertError(f"cannot write {path}: {parent} is a file", "choose another --out")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".kalbert-probe-", dir=parent))
+    except OSError as exc:
+        raise KalbertError(f"cannot write {path}: making a folder in {parent} fails ({exc.strerror})",
+                           "choose an --out in a folder you can write to") from None
 
 
 def temp_folder_beside(path: Path) -> Path:
@@ -96,7 +114,8 @@ def atomic_output_dir(path: str | Path, overwrite: bool = False) -> Iterator[Pat
 
 
 def open_text(path: str | Path) -> Iterator[str]:
-    """Yield the lines of a UTF-8 ``.txt``/``.gz`` file; bad bytes raise a one-line error with the line number."""
+    """Yield the lines of a UTF-8 ``.txt``/``.gz`` file (a byte-order mark, as Windows editors write, dropped);
+    bad bytes raise a one-line error with the line number and how to convert the file."""
     path = Path(path)
     if not path.exists():
         raise KalbertError(f"file not found: {path}", "check the path or use a data-set name (kalbert data list)")
@@ -104,18 +123,44 @@ def open_text(path: str | Path) -> Iterator[str]:
         raise KalbertError(f"{path} is a folder, expected a text file")
     opener = gzip.open if path.suffix == ".gz" else open
     line_no = 0
+    raw = b""
     try:
         with opener(path, "rb") as handle:
             for raw in handle:
                 line_no += 1
-                yield raw.decode("utf-8").rstrip("\r\n")
+                yield raw.decode("utf-8-sig" if line_no == 1 else "utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
-        raise KalbertError(
-            f"{path} line {line_no} is not valid UTF-8 (byte offset {exc.start})",
-            "convert the file to UTF-8, e.g. iconv -f cp949 -t utf-8",
-        ) from None
+        raise KalbertError(f"{path} line {line_no} is not valid UTF-8 (byte offset {exc.start})",
+                           _encoding_hint(path, raw)) from None
     except (OSError, EOFError) as exc:
         raise KalbertError(f"cannot read {path}: {exc}") from None
+
+
+def _share(text: str, script: str) -> float:
+    """The share of the letters of ``text`` past ASCII whose Unicode name starts with ``script``."""
+    letters = [c for c in text if ord(c) > 127 and unicodedata.category(c).startswith("L")]
+    return sum(unicodedata.name(c, "").startswith(script) for c in letters) / len(letters) if letters else 0.0
+
+
+def _encoding_hint(path: Path, line: bytes) -> str:
+    """How to convert a file that is not UTF-8, from the legacy encoding its first 64 KiB and its bad ``line``
+    read as: Korean text in CP949 decodes there to Hangul (Chinese GBK bytes to a mix of Hangul and Hanja),
+    Chinese text in GBK or Big5 to Han characters."""
+    gz = path.suffix == ".gz"
+    with (gzip.open if gz else open)(path, "rb") as handle:
+        head = handle.read(65536)
+    sample = head[: head.rfind(b"\n") + 1] + line[:65536]
+    guesses = (("cp949", "HANGUL", "Korean in CP949/EUC-KR"),
+               ("gbk", "CJK UNIFIED IDEOGRAPH", "Simplified Chinese in GBK"),
+               ("big5", "CJK UNIFIED IDEOGRAPH", "Traditional Chinese in Big5"))
+    for encoding, script, what in guesses:
+        text = sample.decode(encoding, errors="replace")
+        if "\ufffd" not in text and _share(text, script) >= 0.9:
+            utf8 = path.with_name(f"{path.name.split('.')[0]}.utf8{''.join(path.suffixes)}").name
+            command = (f"zcat {path.name} | iconv -f {encoding.upper()} -t UTF-8 | gzip > {utf8}" if gz
+                       else f"iconv -f {encoding.upper()} -t UTF-8 {path.name} > {utf8}")
+            return f"it reads as {what}: convert it, e.g. {command}"
+    return "convert it to UTF-8, e.g. iconv -f CP949 -t UTF-8 for Korean text, -f GBK or -f BIG5 for Chinese"
 
 
 def kalbert_cache() -> Path:

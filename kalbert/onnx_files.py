@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kalbert import hardware
+from kalbert.artifact import MODULES_FILE
 from kalbert.errors import KalbertError
 
 if TYPE_CHECKING:
@@ -58,10 +59,10 @@ def cpu_int8_config() -> str:
 def transformer_dir(folder: Path) -> Path:
     """The folder of the model's Transformer module (where its weights and ``onnx/`` live)."""
     try:
-        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        modules = json.loads((folder / MODULES_FILE).read_text(encoding="utf-8"))
         path = next(m["path"] for m in modules if m["type"].endswith(".Transformer"))
     except (OSError, json.JSONDecodeError, KeyError, TypeError, StopIteration):
-        raise KalbertError(f"{folder}/modules.json names no Transformer module",
+        raise KalbertError(f"{folder}/{MODULES_FILE} names no Transformer module",
                            "ONNX export needs a SentenceTransformer folder with a Transformer module") from None
     return folder / path
 

@@ -12,7 +12,9 @@ every record written while a stage runs carries that block (:func:`kalbert.stage
 run leaves a folder that is complete or absent, and rerunning resumes at the first stage not done (inside it
 too, where the verb resumes: distillation, QA and pretraining checkpoints, the teacher's embedding cache). A
 stage whose folder was made otherwise is refused in one line unless ``--overwrite``, which rebuilds it and,
-through their recorded inputs, the stages after it.
+through their recorded inputs, the stages after it. A stage runs through its verb (:meth:`kalbert.verbs.Verb.run`),
+which checks its inputs as the command line checks the verb's flags, so a stage given a missing or wrong folder
+fails with the command's own one-line error before anything loads.
 """
 
 from __future__ import annotations
@@ -192,7 +194,11 @@ def _stage(entry: dict[str, Any], where: str, root: Path, names: dict[str, Any],
 def load_recipe(ref: str | Path, out: str | None = None, overrides: list[str] = ()) -> Recipe:
     """Read and resolve a recipe: every stage's config is built (and checked) before anything runs."""
     path = recipe_path(ref)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KalbertError(f"recipe {path} is not UTF-8 text (byte {exc.start}); a recipe is a YAML file",
+                           "give a recipe such as recipes/demo.yaml, saved as UTF-8") from None
     try:
         raw = _yaml_value(text)
     except Exception as exc:  # noqa: BLE001 - yaml raises its own error types
@@ -277,7 +283,7 @@ def _same_config(recorded: Any, stage: Stage) -> bool:
 def stage_state(recipe: Recipe, stage: Stage) -> tuple[str, str]:
     """("done" | "todo" | "changed", why) for a stage's folder as it is now."""
     meta = read_meta(stage.record_folder)
-    if meta.get("kind") and stage.verb.kind in (None, meta["kind"]):  # None: its input's kind, any kind
+    if meta.get("kind") and (stage.verb.keeps_kind or meta["kind"] == stage.verb.kind):  # keeps_kind: any kind
         block = meta.get("recipe") or {}
         if block.get("stage") != stage.name or not _same_config(block.get("config"), stage):
             return "changed", "was made with other settings"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kalbert import __version__
-from kalbert.artifact import META_FILE, Kind, invocation, read_meta, write_meta
+from kalbert.artifact import META_FILE, MODULES_FILE, Kind, invocation, read_meta, write_meta
 from kalbert.hardware import hardware_block
 from kalbert.io import atomic_output_dir, sha256_file
 
@@ -30,7 +30,7 @@ _RECIPE_STAGE: ContextVar[tuple[dict[str, Any], float] | None] = ContextVar("rec
 meanwhile."""
 
 # What identifies a parent that has no kalbert.json (a plain HF or SentenceTransformer folder), cheapest first.
-_IDENTITY_FILES = ("config.json", "spiece.model", "modules.json")
+_IDENTITY_FILES = ("config.json", "spiece.model", MODULES_FILE)
 
 
 def parent(folder: str | Path) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import torch
 from transformers import AlbertConfig, AlbertForPreTraining, PreTrainedModel, PreTrainedTokenizerBase
 
 from kalbert import __version__
-from kalbert.artifact import Kind, folder_languages, invocation
+from kalbert.artifact import MODULES_FILE, Kind, folder_languages, invocation, is_sentence_model
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text, refuse_existing_output, sha256_file
 from kalbert.pretrain.config import TransplantConfig
@@ -95,8 +95,8 @@ def teacher_transformer_folder(path: str | Path) -> Path:
         raise KalbertError(f"teacher folder {path} not found",
                            "make one with `kalbert teacher export multilingual-e5-small --out DIR`")
     folder = path
-    modules = path / "modules.json"
-    if modules.is_file():
+    modules = path / MODULES_FILE
+    if is_sentence_model(path):
         try:
             entries = sorted(json.loads(modules.read_text(encoding="utf-8")), key=lambda m: m.get("idx", 0))
             folder = path / entries[0].get("path", "")

@@ -1,12 +1,14 @@
 """Operations on weight files: float16 storage for shipped models, parameter-wise averages of models
-fine-tuned from one starting point ("model soups", `kalbert sbert average` and `kalbert mc average`), and the
-hashes that tie a benchmark results file to the weights it scored.
+fine-tuned from one starting point ("model soups", `kalbert sbert average` and `kalbert mc average`), the
+hashes that tie a benchmark results file (and a search index) to the weights it used, and the check that
+refuses a truncated file before a loader trips on it.
 
 Shipped weights stored as float16 are half the size on disk (what keeps a shipped model under the repository's
 40 MB) and are loaded and computed in float32, because config.json keeps ``dtype: float32``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kalbert.errors import KalbertError
@@ -32,6 +34,40 @@ def weights_sha256(folder: str | Path) -> dict[str, str] | None:
     folder = Path(folder).expanduser()
     files = sorted(folder.rglob(WEIGHT_FILES)) if folder.is_dir() else []
     return {path.relative_to(folder).as_posix(): sha256_file(path) for path in files} or None
+
+
+def check_weight_files(folder: str | Path) -> None:
+    """Refuse a truncated or damaged ``*.safetensors`` under ``folder`` in one line, from its header alone (no
+    tensor is read), before a loader stops on it with a Rust traceback."""
+    folder = Path(folder).expanduser()
+    for path in sorted(folder.rglob(WEIGHT_FILES)) if folder.is_dir() else []:
+        try:
+            problem = _safetensors_problem(path)
+        except OSError as exc:
+            raise KalbertError(f"cannot read weights file {path} ({exc.strerror})",
+                               "check its permissions, or copy the model folder again") from None
+        if problem:
+            raise KalbertError(f"weights file {path} is damaged: {problem}",
+                               "copy the model folder again, or make it again")
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a safetensors file's layout (an 8-byte header length, the JSON header, then exactly
+    the bytes its tensors' offsets span), or None."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        length = int.from_bytes(head, "little") if len(head) == 8 else None
+        if length is None or length > size - 8:
+            return f"{size:,} bytes, cut short inside its header"
+        try:
+            header = json.loads(handle.read(length))
+            end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return "its header is not a safetensors header"
+    if 8 + length + end != size:
+        return f"{size:,} bytes where its header describes {8 + length + end:,} (cut short or overwritten)"
+    return None
 
 
 def normalised_weights(models: list[str], weights: list[float]) -> list[float]:

@@ -216,8 +216,12 @@ def test_an_unknown_teacher_fails_at_once_naming_the_known_ones(monkeypatch, cap
         raise AssertionError("the hub was asked")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_network)
-    _refused(["teacher", "encode", "--teacher", "nonsense-teacher", "--corpus", "kowiki"], capsys,
-             "unknown teacher 'nonsense-teacher'", "multilingual-e5-small", "use-multilingual", "all-MiniLM-L6-v2")
+    err = _refused(["teacher", "encode", "--teacher", "nonsense-teacher", "--corpus", "kowiki"], capsys,
+                   "unknown teacher 'nonsense-teacher'", "multilingual-e5-small", "use-multilingual",
+                   "all-MiniLM-L6-v2")
+    assert "did you mean" not in err
+    _refused(["teacher", "encode", "--teacher", "multilingual-e5-smal", "--corpus", "kowiki"], capsys,
+             "unknown teacher 'multilingual-e5-smal'", "did you mean 'multilingual-e5-small'?")
 
 
 def test_an_unknown_data_set_says_which_it_resembles(tmp_path, capsys):

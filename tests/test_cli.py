@@ -69,3 +69,15 @@ def test_zero_is_taken_only_where_a_setting_says_what_it_means(capsys):
             build_parser(argv).parse_args(argv)
         assert exited.value.code == 2
         assert "positive integer, got" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["serach"], "kalbert: error: unknown noun 'serach', did you mean 'search'?"),
+    (["search", "biuld"], "kalbert search: error: unknown verb 'biuld', did you mean 'build'?"),
+    (["sbert", "trian", "--model", "x"], "kalbert sbert: error: unknown verb 'trian', did you mean 'train'?"),
+    (["xyzzy"], "kalbert: error: unknown noun 'xyzzy'; choose a noun: vocab, data,"),
+])
+def test_a_mistyped_noun_or_verb_is_one_line_with_the_nearest(argv, says, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(says), err

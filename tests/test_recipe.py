@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from kalbert.cli.main import build_parser, main
 from kalbert.config import build_config, settings
 from kalbert.data.registry import DATASETS, assert_selectable, parse_ref
 from kalbert.errors import KalbertError
-from kalbert.recipe import RECIPES_DIR, load_recipe
+from kalbert.recipe import RECIPES_DIR, load_recipe, run_recipe
 from kalbert.verbs import VERBS, _attribute, command_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +25,7 @@ SHIPPED = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
 WRITES_A_FILE = {"sbert mine": "mined pairs, a TSV", "mc cloze": "cloze examples, a JSONL",
                  "bench run": "benchmark results, a JSON"}
 """config verbs with --out that write one file with its record beside it, not an artifact folder: no recipe stage
-or folder check can read them, so they are not in the registry"""
+or folder check can read them, so they make no artifact"""
 
 
 def _verb_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -50,14 +52,19 @@ def _config_ref(parser: argparse.ArgumentParser) -> tuple[str, tuple[str, ...]] 
     return f"{cls.__module__}:{cls.__qualname__}", positional
 
 
+CONFIG_VERBS = [name for name, verb in VERBS.items() if verb.config]
+
+
 def test_every_registered_verb_is_the_command_that_takes_its_config():
     parsers = _verb_parsers()
-    for name, verb in VERBS.items():
+    for name in CONFIG_VERBS:
+        verb = VERBS[name]
         cls = verb.config_class()
         assert f"{cls.__module__}:{cls.__qualname__}" == verb.config, f"{name}: name the config by its home"
-        assert callable(_attribute(verb.function))
-        assert "out" in {s.name for s in settings(cls)}
         assert _config_ref(parsers[name]) == (verb.config, verb.positional), f"{name}: the CLI takes another config"
+        if verb.makes_artifact:
+            assert callable(_attribute(verb.function))
+            assert "out" in {s.name for s in settings(cls)}
 
 
 def test_every_command_that_writes_an_artifact_folder_is_registered():
@@ -65,17 +72,17 @@ def test_every_command_that_writes_an_artifact_folder_is_registered():
         ref = _config_ref(parser)
         if ref is None or "out" not in {s.name for s in settings(_attribute(ref[0]))}:
             continue
-        assert (name in VERBS) != (name in WRITES_A_FILE), name
+        assert VERBS[name].makes_artifact != (name in WRITES_A_FILE), name
 
 
-@pytest.mark.parametrize("name", VERBS)
+@pytest.mark.parametrize("name", CONFIG_VERBS)
 def test_a_verbs_command_parses_back_to_its_config(name):
     cls = VERBS[name].config_class()
     values = {s.name: (s.choices[0] if s.choices else ["a b", "c"] if s.is_list else f"{s.name} folder")
               for s in settings(cls) if s.required}
     config = build_config(cls, values)
     command = command_for(config)
-    assert command.startswith(f"kalbert {name} ")
+    assert shlex.split(command)[: 1 + len(name.split())] == ["kalbert", *name.split()]
     assert config_from_args(build_parser().parse_args(shlex.split(command)[1:])) == config
 
 
@@ -109,6 +116,8 @@ def test_the_demo_verb_runs_the_demo_recipe(capsys):
 
 @pytest.mark.parametrize(("text", "says"), [
     ("stages: [{stage: a, verb: sbert fit}]", "unknown verb 'sbert fit'"),
+    ("stages: [{stage: a, verb: sbert trian}]", "did you mean 'sbert train'"),
+    ("stages: [{stage: a, verb: sbert mine, config: {teacher: x, corpus: [kowiki]}}]", "cannot be a recipe stage"),
     ("stages: [{stage: a, verb: vocab build, config: {lang: ko, inputs: ['${b}']}}]", "unknown reference"),
     ("stages: [{stage: a, verb: vocab build, config: {lang: ko, inputs: [kowiki], out: x}}]", "remove its out"),
     ("stages: [{stage: a, verb: vocab build, config: {lang: ko, inputs: [kowiki], sise: 3}}]", "unknown setting sise"),
@@ -129,6 +138,43 @@ def test_set_names_a_setting_or_a_stage(tmp_path):
     recipe = load_recipe("demo", str(tmp_path), ["vocab_size=4000", "sentence.lr=5e-5"])
     assert recipe.stage("vocab").config.vocab_size == 4000 and recipe.stage("sentence").config.loop.lr == 5e-5
     assert recipe.stage("transplant").config.vocab == str(tmp_path / "vocab")
+
+
+def _stand_in(monkeypatch, ref: str) -> list:
+    """Replace the function ``ref`` ("module:function") with one that records the configs it is called with, so a
+    test sees whether a stage ran without importing what the real one needs (torch)."""
+    module, _, name = ref.partition(":")
+    calls: list = []
+    fake = types.ModuleType(module)
+    setattr(fake, name, lambda config, overwrite=False: calls.append(config))
+    monkeypatch.setitem(sys.modules, module, fake)
+    return calls
+
+
+def _sts_recipe(tmp_path: Path, model: Path) -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(f"out: {tmp_path / 'out'}\nstages:\n  - stage: sts\n    verb: sbert train\n"
+                    f"    config: {{model: {model}, train: [korsts]}}\n", encoding="utf-8")
+    return path
+
+
+def test_a_recipe_stage_is_refused_as_its_command_is_before_any_work(tmp_path, capsys, monkeypatch):
+    calls = _stand_in(monkeypatch, VERBS["sbert train"].function)
+    missing, out = tmp_path / "no-model", tmp_path / "out"
+    assert main(["recipe", "run", str(_sts_recipe(tmp_path, missing))]) == 2
+    from_recipe = capsys.readouterr().err
+    assert main(["sbert", "train", "--model", str(missing), "--train", "korsts", "--out", str(out / "sts")]) == 2
+    from_command = capsys.readouterr().err
+    assert from_recipe == from_command and from_recipe.count("\n") == 1, (from_recipe, from_command)
+    assert f"--model {missing}: folder not found" in from_recipe
+    assert calls == [] and not out.exists()
+
+
+def test_a_recipe_stage_whose_inputs_pass_runs_its_verb(tmp_path, monkeypatch):
+    calls = _stand_in(monkeypatch, VERBS["sbert train"].function)
+    model = ROOT / "models/sbert-ko-zh-small"
+    run_recipe(load_recipe(_sts_recipe(tmp_path, model)), echo=lambda line: None)
+    assert [(config.model, config.out) for config in calls] == [(str(model), str(tmp_path / "out" / "sts"))]
 
 
 def test_records_carry_the_recipe_stage_they_were_written_in():

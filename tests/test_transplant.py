@@ -347,7 +347,7 @@ def test_widening_refuses_bad_widths_and_models(tmp_path, narrow_sentence_model,
     for argv, says in (([*model, "--embedding-size", "8"], "must be above the model's 8"),
                        ([*model, "--embedding-size", "40"], "at most its hidden size"),
                        ([*model, "--alpha", "2"], "outside 0..1"),
-                       (["--model", str(vocab)], "not a sentence ALBERT")):
+                       (["--model", str(vocab)], "is a vocab folder; --model takes a sentence model folder")):
         out = tmp_path / "wide"
         assert main(["sbert", "widen", *argv, "--out", str(out)]) == 2
         err = capsys.readouterr().err

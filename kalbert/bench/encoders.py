@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kalbert.artifact import MODULES_FILE, is_sentence_model
 from kalbert.errors import KalbertError
 
 
@@ -43,7 +44,7 @@ class SentenceModelEncoder:
         backend: str = "torch",
         bf16: bool = False,
     ) -> None:
-        from kalbert.sentence import is_sentence_model, load_sentence_model
+        from kalbert.sentence import load_sentence_model
 
         path = Path(path).expanduser()
         if not path.is_dir():
@@ -53,7 +54,7 @@ class SentenceModelEncoder:
             )
         if not is_sentence_model(path):
             raise KalbertError(
-                f"{path} is not a sentence model (no modules.json)",
+                f"{path} is not a sentence model (no {MODULES_FILE})",
                 "benchmark a folder made by `kalbert sbert`, or use --model tfidf|minilm",
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

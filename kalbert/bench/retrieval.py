@@ -166,9 +166,13 @@ def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ran
     published reranker figures such as KURE's put the gold passage into the candidates, these do not), with the
     reranking latency beside the scores. The reranker reads the texts as ``data`` holds them (DRCD as published)."""
     started = time.perf_counter()
+    hits_before = getattr(reranker, "hits", 0)
     result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth)
-    how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth,
-           "latency_ms_per_query": result.latency_ms(), "gold_injected": False}
+    how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False}
+    if getattr(reranker, "hits", 0) == hits_before:
+        how["latency_ms_per_query"] = result.latency_ms()
+    else:  # some pairs were scored for an earlier first stage: its timings would flatter
+        how["pair_scores_shared"] = True
     return _record(task, data, rerank_setting(first_stage, depth), result.ranking, time.perf_counter() - started,
                    {**(extra or {}), "rerank": how})
 
@@ -180,14 +184,14 @@ QA_SPAN = "qa-span:"
 def load_rerank(model: str | None, depth: int) -> Rerank | None:
     """``--rerank-model`` / ``--rerank-depth`` as a :class:`Rerank` (None without a model): a reranker folder, or
     ``qa-span:FOLDER`` for an extractive-QA model's best answer-span score as relevance."""
-    from kalbert.rerank.candidates import check_depth
+    from kalbert.rerank.candidates import SharedScores, check_depth
     from kalbert.rerank.model import QASpanScorer, load_reranker
 
     if model is None:
         return None
     check_depth(depth, TOP, "candidates a first stage keeps")
     scorer = QASpanScorer(model.removeprefix(QA_SPAN)) if model.startswith(QA_SPAN) else load_reranker(model)
-    return Rerank(scorer, depth)
+    return Rerank(SharedScores(scorer), depth)
 
 
 def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from kalbert.cli.common import add_config_arguments, add_verb, config_from_args
-from kalbert.config import render_command
+from kalbert.cli.common import add_verb, config_from_args
+from kalbert.verbs import command_for
 
 HELP = "benchmark sentence models and baselines; write reports"
 PLAIN_SETTINGS = ("cosine", "zero-shot cosine", "cosine, nearest of all")
@@ -14,30 +14,10 @@ PLAIN_SETTINGS = ("cosine", "zero-shot cosine", "cosine, nearest of all")
 
 
 def register(nouns) -> None:
-    from kalbert.bench.runner import BenchRunConfig
-
     parser = nouns.add_parser("bench", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-
-    run = add_verb(
-        verbs,
-        "run",
-        "evaluate a sentence model (or a baseline) on STS, pair, multiple-choice and retrieval tasks",
-        "kalbert bench run --model tfidf --tasks all --out benchmarks/results/tfidf.json\n"
-        "  kalbert bench run --model bm25 --tasks retrieval --out benchmarks/results/bm25.json\n"
-        "  kalbert bench run --model outputs/sbert-ko-tiny-onnx --backend onnx-int8 --tasks sts "
-        "--out benchmarks/results/sbert-ko-tiny-int8.json",
-        _run,
-    )
-    add_config_arguments(run, BenchRunConfig)
-
-    report = add_verb(
-        verbs,
-        "report",
-        "write RESULTS.md and a PNG chart per task group from results files, and model cards' benchmarks",
-        "kalbert bench report benchmarks/results/*.json --out benchmarks/RESULTS.md --cards models/*",
-        _report,
-    )
+    add_verb(verbs, "bench run", _run)
+    report = add_verb(verbs, "bench report", _report)
     report.add_argument(
         "results", nargs="+", help="results JSON files written by `kalbert bench run|mc train`"
     )
@@ -58,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     refuse_trained_on(config.model, [f"{task.dataset}:{task.split}" for task in tasks], "the benchmark")
     encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend,
                            precision=config.precision)
-    results = run_bench(encoder, tasks, render_command("kalbert bench run", config), started=started,
+    results = run_bench(encoder, tasks, command_for(config), started=started,
                         cache_dir=config.cache_dir, rerank=load_rerank(config.rerank_model, config.rerank_depth))
     write_results(config.out, results)
     for record in results.results:

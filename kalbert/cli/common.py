@@ -1,12 +1,16 @@
-"""Helpers shared by the CLI noun modules: nouns and verbs with examples, one-line usage errors, and flags
-generated from config dataclasses."""
+"""Helpers shared by the CLI noun modules: nouns with examples, verbs built from their records
+(:data:`kalbert.verbs.VERBS`), one-line usage errors with the nearest noun or verb, and flags generated from config
+dataclasses."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import re
 import shlex
+import textwrap
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from kalbert.config import (
@@ -17,19 +21,36 @@ from kalbert.config import (
     settings,
     value_problem,
 )
-from kalbert.verbs import command_for
+from kalbert.verbs import VERBS, Verb, command_for
 
 
 class KalbertParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (like every kalbert error), exit code 2."""
+    """An argument parser whose usage errors are one line (like every kalbert error), exit code 2; a mistyped noun
+    or verb is answered with the nearest one."""
 
     def error(self, message: str) -> NoReturn:
-        verbs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        verbs = _subcommands(self)
         if verbs is not None and message.startswith("the following arguments are required"):
-            # a verb's old name (an alias) runs the same parser: only its name is offered
-            names = [name for name, child in verbs.choices.items() if child.prog.rpartition(" ")[2] == name]
-            message = f"choose a {(verbs.metavar or 'noun').lower()}: {', '.join(names)}"
+            message = f"choose a {(verbs.metavar or 'noun').lower()}: {', '.join(_names(verbs))}"
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """Where argparse checks the noun or verb word: an unknown one gets the nearest name, not the whole list."""
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            what, names = (action.metavar or "noun").lower(), _names(action)
+            close = difflib.get_close_matches(value, names, n=1)
+            raise argparse.ArgumentError(None, f"unknown {what} '{value}', did you mean '{close[0]}'?" if close else
+                                         f"unknown {what} '{value}'; choose a {what}: {', '.join(names)}")
+        super()._check_value(action, value)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _names(subcommands: argparse._SubParsersAction) -> list[str]:
+    """The nouns or verbs offered: a verb's old name (an alias) runs the same parser, so only its name is."""
+    return [name for name, child in subcommands.choices.items() if child.prog.rpartition(" ")[2] == name]
 
 
 def add_noun(nouns, name: str, help: str, examples: str) -> Any:
@@ -39,19 +60,29 @@ def add_noun(nouns, name: str, help: str, examples: str) -> Any:
     return parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
 
-def add_verb(verbs, name: str, help: str, example: str, func, aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
-    """A verb parser whose --help ends with a working example; ``command`` ("sbert train") names its declared
-    inputs (:data:`kalbert.inputs.INPUTS`); ``aliases`` are old names that still run it."""
+def add_verb(verbs, name: str, func: Callable[[argparse.Namespace], int],
+             description: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the verb ``name`` ("sbert train") as its record (:data:`kalbert.verbs.VERBS`) declares it: its
+    help, the working example its --help ends with, its old names and, for a config verb, a flag per setting;
+    ``func`` runs it once :func:`check_args` has checked its declared inputs."""
+    verb = VERBS[name]
     parser = verbs.add_parser(
-        name,
-        aliases=list(aliases),
-        help=help,
-        description=help,
-        epilog=f"example:\n  {example}",
+        _word(verb.name),
+        aliases=[_word(alias) for alias in verb.aliases],
+        help=verb.help,
+        description=description or verb.help,
+        epilog=f"example:\n{textwrap.indent(verb.example, '  ')}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(func=func, command=parser.prog.partition(" ")[2])
+    parser.set_defaults(func=func, command=verb.name)
+    if verb.config:
+        _add_config_arguments(parser, verb)
     return parser
+
+
+def _word(name: str) -> str:
+    """The word a parser answers to: "train" for "sbert train", "serve" for "serve"."""
+    return name.rpartition(" ")[2]
 
 
 def _value_parser(setting: Setting):
@@ -101,25 +132,22 @@ def _help(setting: Setting, flags: dict[str, str]) -> str:
     return (doc + shown).replace("%", "%%")
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, cls: type | str, positional: tuple[str, ...] = (),
-                         stage: str | None = None) -> None:
-    """One flag per setting of ``cls`` (``positional`` ones as arguments), plus ``--config FILE``.
+def _add_config_arguments(parser: argparse.ArgumentParser, verb: Verb) -> None:
+    """``--config FILE``, and one flag per setting of the verb's config (its ``positional`` ones as arguments)
+    once :func:`complete_settings` adds them.
 
-    Flags default to absent, so the config is: dataclass defaults, then the file, then the flags given.
-    ``stage`` picks the stage of a multi-stage ``kalbert.json`` (sentence models) to read. ``cls`` named as
-    "module:Class" is imported only for the verb being run or shown (:func:`complete_settings`), so `kalbert NOUN
-    --help` imports no config module; config modules import no torch, so a verb's --help does not either.
+    Flags default to absent, so the config is: dataclass defaults, then the file, then the flags given. The
+    verb's ``config_stage`` picks the stage of a multi-stage ``kalbert.json`` to read. The config class is
+    imported only for the verb being run or shown, so `kalbert NOUN --help` imports no config module; config
+    modules import no torch, so a verb's --help does not either.
     """
     parser.add_argument("--config", metavar="FILE",
                         help="YAML config or an artifact's kalbert.json (or its folder); flags override it")
-    if isinstance(cls, str):
-        parser.set_defaults(deferred_settings=(cls, positional, stage))
-    else:
-        _add_settings(parser, cls, positional, stage)
+    parser.set_defaults(deferred_settings=(verb.config, verb.positional, verb.config_stage))
 
 
 def complete_settings(parser: argparse.ArgumentParser) -> None:
-    """Add the flags whose config class :func:`add_config_arguments` was given by name (no-op otherwise)."""
+    """Add the flags of a config verb's settings (no-op for other parsers, or once added)."""
     deferred = parser.get_default("deferred_settings")
     if deferred:
         ref, positional, stage = deferred
@@ -160,17 +188,15 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Check every input the running verb declares (:mod:`kalbert.inputs`) before it loads or reads anything:
-    its flags and, for a config verb, the config that ``--config FILE`` and the flags make together."""
-    from kalbert.inputs import check_inputs
-
+    """Check every input the running verb declares (:meth:`kalbert.verbs.Verb.check`) before it loads or reads
+    anything: its flags and, for a config verb, the config that ``--config FILE`` and the flags make together."""
     command = getattr(args, "command", None)
     if not command:
         return
     values = vars(args).copy()
     if getattr(args, "config_class", None) is not None:
         values.update(config_values(config_from_args(args)))
-    check_inputs(command, values, overwrite=bool(getattr(args, "overwrite", False)))
+    VERBS[command].check(values, overwrite=bool(getattr(args, "overwrite", False)))
 
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:

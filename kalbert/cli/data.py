@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "list data sets, build pretraining data"
 
@@ -14,26 +14,9 @@ HELP = "list data sets, build pretraining data"
 def register(nouns) -> None:
     verbs = add_noun(nouns, "data", HELP, "kalbert data list\n  kalbert data build --vocab vocab/ko-32k "
                      "--inputs kowiki --max-documents 5000 --out outputs/data-kowiki-5k")
-    add_verb(verbs, "list", "list the registered data sets and whether they are present", "kalbert data list", _list)
-
-    build = add_verb(
-        verbs,
-        "build",
-        "build SOP pretraining instances (memory-mapped shards with word/morpheme flags) from corpora",
-        "kalbert data build --vocab vocab/ko-32k --inputs kowiki --max-documents 5000 "
-        "--out outputs/data-kowiki-5k",
-        _build,
-    )
-    add_config_arguments(build, "kalbert.pretrain.data:DataBuildConfig")
-    add_overwrite(build)
-
-    questions = add_verb(
-        verbs,
-        "questions",
-        "write the questions of QA and BoolQ training splits as a corpus file (for `kalbert sbert mine`)",
-        "kalbert data questions --sets korquad kobest-boolq --out outputs/ko-questions.txt",
-        _questions,
-    )
+    add_verb(verbs, "data list", _list)
+    add_overwrite(add_verb(verbs, "data build", _build))
+    questions = add_verb(verbs, "data questions", _questions)
     questions.add_argument("--sets", nargs="+", required=True, metavar="SET[:SPLIT]",
                            help="QA sets (korquad, cmrc2018, drcd) or kobest-boolq; the split defaults to train")
     questions.add_argument("--out", required=True, help="output .txt corpus file, one question per document")

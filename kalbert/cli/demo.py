@@ -6,13 +6,13 @@ import argparse
 
 from kalbert.cli.common import add_verb
 from kalbert.cli.recipe import add_run_arguments, run_from_args
+from kalbert.verbs import VERBS
 
-HELP = "run the kalbert pipeline at small scale on ../shared/data (recipes/demo.yaml); rerun to resume"
+HELP = VERBS["demo"].help
 
 
 def register(nouns) -> None:
-    parser = add_verb(nouns, "demo", HELP, "kalbert demo --out outputs/demo --set vocab_size=4000", _demo)
-    add_run_arguments(parser)
+    add_run_arguments(add_verb(nouns, "demo", _demo))
 
 
 def _demo(args: argparse.Namespace) -> int:

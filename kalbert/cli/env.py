@@ -6,14 +6,13 @@ import argparse
 import json
 
 from kalbert.cli.common import add_verb
+from kalbert.verbs import VERBS
 
-HELP = "show the CPU, instruction sets, bf16/int8 support and versions (paste it into bug reports)"
-EXAMPLE = ("kalbert env\n  kalbert env --json > hardware.json   "
-           "# the hardware block results files and model cards record")
+HELP = VERBS["env"].help
 
 
 def register(nouns) -> None:
-    parser = add_verb(nouns, "env", HELP, EXAMPLE, _env)
+    parser = add_verb(nouns, "env", _env)
     parser.add_argument("--json", action="store_true",
                         help="print the hardware block (as results files record it) as JSON")
 

@@ -1,10 +1,11 @@
 """Entry point of the ``kalbert`` command.
 
-Each noun module exposes ``HELP`` and ``register(subparsers)``; its verbs set ``func`` on their parser.
-Verb flags come from config dataclasses, whose modules import no torch but still take time to import, so only
-the noun being run registers its verbs; the others show up in ``kalbert --help`` by their one-line ``HELP``.
-Before a verb runs, its declared inputs are checked (:mod:`kalbert.inputs`). User errors (:class:`KalbertError`,
-usage errors) print one line and exit 2; ``KALBERT_DEBUG=1`` shows tracebacks.
+Each noun module exposes ``HELP`` and ``register(subparsers)``; its verbs' parsers are built from their records
+(:data:`kalbert.verbs.VERBS`) and set ``func``. Verb flags come from config dataclasses, whose modules import no
+torch but still take time to import, so only the noun being run registers its verbs; the others show up in
+``kalbert --help`` by their one-line ``HELP``. Before a verb runs, the inputs its record declares are checked
+(:meth:`kalbert.verbs.Verb.check`). User errors (:class:`KalbertError`, usage errors) print one line and exit 2;
+``KALBERT_DEBUG=1`` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 from kalbert import __version__
 from kalbert.cli.common import KalbertParser, check_args, complete_settings
-from kalbert.errors import KalbertError
+from kalbert.errors import KalbertError, WrongKind
 
 # One module per noun under kalbert/cli/, each with register(subparsers).
 NOUNS = ["vocab", "data", "pretrain", "transplant", "demo", "recipe", "bench", "mc", "qa", "rerank", "sbert", "static",
@@ -81,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_args(args)
         result = args.func(args)
     except KalbertError as exc:
+        if isinstance(exc, WrongKind):
+            from kalbert.verbs import makers
+
+            exc.name_makers(makers(exc.kinds))
         if os.environ.get("KALBERT_DEBUG") == "1":
             traceback.print_exc()
         print(f"kalbert: error: {exc}", file=sys.stderr)

@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 
 from kalbert.cli.common import (
-    add_config_arguments,
     add_noun,
     add_overwrite,
     add_results_arguments,
@@ -24,53 +23,14 @@ def register(nouns) -> None:
     verbs = add_noun(nouns, "mc", HELP, "kalbert mc train --model outputs/albert-tiny --task kobest-copa --out "
                      "outputs/mc-copa\n  kalbert mc predict --model outputs/mc-copa --context \"전쟁이 시작되었다.\" "
                      "--question 결과 --choices \"병사들이 집으로 돌아왔다.\" \"병사들이 전투에 파견되었다.\"")
-
-    train = add_verb(
-        verbs,
-        "train",
-        "fine-tune an ALBERT or BERT multiple-choice head (train split; dev selects the epoch; "
-        "accuracy on the labelled test split, else dev)",
-        "kalbert mc train --model outputs/albert-tiny --task kobest-copa --out outputs/mc-copa "
-        "--results benchmarks/results/mc_kobest-copa_albert-tiny.json",
-        _train,
-    )
-    add_config_arguments(train, "kalbert.tasks.configs:MCTrainConfig")
+    train = add_verb(verbs, "mc train", _train)
     add_results_arguments(train)
     add_overwrite(train)
-
-    cloze = add_verb(
-        verbs,
-        "cloze",
-        "blank 4-character idioms in Chinese corpus text: CHID-format training examples (documents holding an "
-        "evaluation passage are dropped first)",
-        "kalbert mc cloze --corpus zh-clue --max-examples 6000 --out outputs/chid-cloze.jsonl\n"
-        "  kalbert mc train --model outputs/albert-tiny --task chid --extra-train outputs/chid-cloze.jsonl "
-        "--out outputs/mc-chid",
-        _cloze,
-    )
-    add_config_arguments(cloze, "kalbert.tasks.idiom_cloze:ClozeConfig")
-    add_overwrite(cloze)
-
-    average = add_verb(
-        verbs,
-        "average",
-        "average the weights of runs fine-tuned from one starting model (a model soup); measured on dev and test",
-        "kalbert mc average --models outputs/mc-copa-lr2e-5 outputs/mc-copa-lr3e-5 --out outputs/mc-copa-soup "
-        "--results benchmarks/results/mc_kobest-copa_soup.json",
-        _average,
-    )
-    add_config_arguments(average, "kalbert.tasks.configs:MCAverageConfig")
+    add_overwrite(add_verb(verbs, "mc cloze", _cloze))
+    average = add_verb(verbs, "mc average", _average)
     add_results_arguments(average)
     add_overwrite(average)
-
-    predict = add_verb(
-        verbs,
-        "predict",
-        "score the choices for a context (and a COPA question)",
-        'kalbert mc predict --model outputs/mc-copa --context "전쟁이 시작되었다." --question 결과 '
-        '--choices "병사들이 집으로 돌아왔다." "병사들이 전투에 파견되었다."',
-        _predict,
-    )
+    predict = add_verb(verbs, "mc predict", _predict)
     predict.add_argument("--model", required=True, help="a folder written by `kalbert mc train`")
     predict.add_argument("--context", required=True, help="premise, passage or dialogue")
     predict.add_argument(

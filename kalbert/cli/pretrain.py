@@ -6,31 +6,16 @@ import argparse
 import logging
 import os
 
-from kalbert.cli.common import add_config_arguments, config_from_args, positive_int
+from kalbert.cli.common import add_verb, config_from_args, positive_int
+from kalbert.verbs import VERBS
 
-EXAMPLES = """examples:
-  kalbert data build --vocab vocab/ko-32k --inputs kowiki --max-documents 5000 --out outputs/data-kowiki-5k
-  kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/pretrain-tiny --max-steps 300
-  kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/pretrain-tiny --max-steps 300 --resume
-  kalbert pretrain --data outputs/data-kowiki-5k --init-from outputs/pretrain-tiny/model --objective mlm \\
-      --out outputs/further --max-steps 100
-  kalbert pretrain --data outputs/data-kowiki-5k --init-from outputs/pretrain-tiny/model --objective mlm+rss \\
-      --out outputs/further-rss --max-steps 100
-  torchrun --nproc-per-node 2 -m kalbert pretrain --preset tiny --data outputs/data-kowiki-5k --out outputs/ddp
-  kalbert pretrain --list-presets --vocab-size 30000"""
-
-
-HELP = "pretrain an ALBERT model with MLM + SOP (or MLM + recurring span selection)"
+HELP = VERBS["pretrain"].help
 
 
 def register(nouns) -> None:
-    parser = nouns.add_parser(
-        "pretrain", help=HELP,
-        description="Pretrain an ALBERT model (transformers AlbertForPreTraining) on data from `kalbert data build`. "
-                    "The same command runs under torchrun / accelerate launch (DDP).",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.set_defaults(func=_pretrain)
-    add_config_arguments(parser, "kalbert.pretrain.config:PretrainConfig")
+    parser = add_verb(nouns, "pretrain", _pretrain, description="Pretrain an ALBERT model (transformers "
+                      "AlbertForPreTraining) on data from `kalbert data build`. The same command runs under torchrun "
+                      "/ accelerate launch (DDP).")
     parser.add_argument("--overwrite", action="store_true", help="delete an existing run in --out first")
     # --list-presets runs nothing, so it leaves no command whose inputs are checked (kalbert.cli.common.check_args)
     parser.add_argument("--list-presets", dest="command", action="store_const", const=None, default="pretrain",

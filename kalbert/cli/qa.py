@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from kalbert.cli.common import (
-    add_config_arguments,
     add_noun,
     add_overwrite,
     add_results_arguments,
@@ -31,26 +30,10 @@ def register(nouns) -> None:
                      "outputs/qa-korquad\n  kalbert qa predict --model outputs/qa-korquad --context "
                      "\"대한민국의 수도는 서울특별시이다.\" --question \"대한민국의 수도는?\"")
 
-    train = add_verb(
-        verbs,
-        "train",
-        "fine-tune an ALBERT or BERT question-answering head on the task's train part (val picks the epoch; "
-        "EM/F1 on test)",
-        "kalbert qa train --model outputs/pretrain-tiny/model --task korquad --out outputs/qa-korquad",
-        _train,
-    )
-    add_config_arguments(train, "kalbert.tasks.configs:QATrainConfig")
+    train = add_verb(verbs, "qa train", _train)
     add_results_arguments(train)
     add_overwrite(train)
-
-    predict = add_verb(
-        verbs,
-        "predict",
-        "answer a question from a context (or a JSONL file of them) with a fine-tuned QA model",
-        'kalbert qa predict --model outputs/qa-korquad --context "대한민국의 수도는 서울특별시이다." '
-        '--question "대한민국의 수도는?"',
-        _predict,
-    )
+    predict = add_verb(verbs, "qa predict", _predict)
     predict.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
     predict.add_argument("--context", help="the passage that holds the answer")
     predict.add_argument("--question", help="the question")
@@ -62,25 +45,12 @@ def register(nouns) -> None:
     predict.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
 
-    export = add_verb(
-        verbs,
-        "export",
-        "copy a fine-tuned QA model with float16 weights (half the size; computed in float32), checked on probe "
-        "questions",
-        "kalbert qa export --model outputs/qa-korquad --out outputs/qa-korquad-f16",
-        _export,
-    )
+    export = add_verb(verbs, "qa export", _export)
     export.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
     export.add_argument("--out", required=True, help="the float16 copy")
     add_overwrite(export)
 
-    evaluate = add_verb(
-        verbs,
-        "evaluate",
-        "EM/F1 of a QA model on a split, as the official KorQuAD 1.0 / CMRC 2018 scripts compute them (DRCD: CMRC's)",
-        "kalbert qa evaluate --model outputs/qa-korquad --task korquad --split test --out outputs/qa-korquad-test.json",
-        _evaluate,
-    )
+    evaluate = add_verb(verbs, "qa evaluate", _evaluate)
     evaluate.add_argument("--model", required=True, help="a folder written by `kalbert qa train`")
     evaluate.add_argument("--task", required=True, choices=list_datasets("qa"))
     evaluate.add_argument("--split", default="test", help="train, val, test (the reported part), or the whole public "

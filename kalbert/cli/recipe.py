@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 
 from kalbert.cli.common import add_verb
+from kalbert.verbs import VERBS
 
-HELP = "run a recipe (a YAML list of kalbert stages) under one output folder; rerun to resume"
-EXAMPLE = ("kalbert recipe run recipes/demo.yaml\n"
-           "  kalbert recipe run recipes/sbert-ko-zh-small.yaml --dry-run\n"
-           "  kalbert recipe run recipes/demo.yaml --set vocab_size=4000 --out outputs/demo-4k --until sentence")
+HELP = VERBS["recipe run"].help
 
 
 def register(nouns) -> None:
     parser = nouns.add_parser("recipe", help=HELP)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    run = add_verb(verbs, "run", HELP, EXAMPLE, _run)
+    run = add_verb(verbs, "recipe run", _run)
     add_run_arguments(run)
     run.add_argument("recipe", help="recipe YAML file, or a shipped recipe's name (demo, sbert-ko-zh-small, ...)")
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args, positive_int
 from kalbert.precision import PRECISION_HELP, PRECISIONS
 
 HELP = "rerank passages: train a cross-encoder reranker, score (query, passages) JSONL, export it for shipping"
@@ -19,25 +19,8 @@ def register(nouns) -> None:
     verbs = add_noun(nouns, "rerank", HELP, "kalbert rerank train --model models/qa-ko-zh-small --out outputs/rerank\n"
                      "  kalbert rerank score --model outputs/rerank --input pairs.jsonl")
 
-    train = add_verb(
-        verbs,
-        "train",
-        "fine-tune a cross-encoder reranker from an ALBERT (QA, sentence or pretrained model) on the QA sets' train "
-        "articles and the question -> answer train carves with mined hard negatives; picked on val/dev reranking",
-        "kalbert rerank train --model models/qa-ko-zh-small --out outputs/rerank --max-rows 2000",
-        _train,
-    )
-    add_config_arguments(train, "kalbert.rerank.config:RerankTrainConfig")
-    add_overwrite(train)
-
-    score = add_verb(
-        verbs,
-        "score",
-        'score each {"query": ..., "passages": [...]} line of a JSONL file; writes it back with "scores" and '
-        '"ranking" (passage indices, best first)',
-        "kalbert rerank score --model outputs/rerank --input pairs.jsonl --out scored.jsonl",
-        _score,
-    )
+    add_overwrite(add_verb(verbs, "rerank train", _train))
+    score = add_verb(verbs, "rerank score", _score)
     score.add_argument("--model", required=True, help="a reranker folder (`kalbert rerank train`, or any "
                        "sentence-transformers CrossEncoder folder)")
     score.add_argument("--input", required=True, help='JSONL, one {"query": ..., "passages": [...]} per line')
@@ -48,14 +31,7 @@ def register(nouns) -> None:
     score.add_argument("--batch-size", type=positive_int, default=32, help="pairs per forward pass")
     score.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
 
-    export = add_verb(
-        verbs,
-        "export",
-        "copy a reranker with float16 weights (half the size, computed in float32), optionally with ONNX files, "
-        "checked on probe pairs",
-        "kalbert rerank export --model outputs/rerank --out models/rerank-ko-zh-small --onnx --int8",
-        _export,
-    )
+    export = add_verb(verbs, "rerank export", _export)
     export.add_argument("--model", required=True, help="a reranker folder")
     export.add_argument("--out", required=True, help="the copy")
     export.add_argument("--onnx", action="store_true", help="also write onnx/model.onnx (fp32)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = ("sentence models: export, training on pairs and question -> passage rows, distillation, teacher-graded "
         "pair mining, weight averaging, embedding widening")
@@ -17,15 +17,7 @@ def register(nouns) -> None:
                      "outputs/sbert-ko-tiny\n  kalbert sbert train --model outputs/sbert-ko-tiny --train korsts "
                      "--out outputs/sbert-ko-tiny-sts")
 
-    export = add_verb(
-        verbs, "export", "wrap an ALBERT checkpoint as a SentenceTransformer folder, or add ONNX files to one",
-        "kalbert sbert export --model outputs/pretrain-ko-tiny --out outputs/sbert-ko-tiny --eval korsts:dev\n"
-        "  kalbert sbert export --backend onnx --quantize int8 --model outputs/sbert-ko-tiny "
-        "--out outputs/sbert-ko-tiny-onnx\n"
-        "  kalbert sbert export --weights float16 --max-seq-length 512 --model outputs/sbert-ko-tiny "
-        "--out outputs/sbert-ko-tiny-half",
-        _export)
-    add_config_arguments(export, "kalbert.sentence.export:ExportConfig", stage="export")
+    export = add_verb(verbs, "sbert export", _export)
     export.add_argument("--backend", choices=["torch", "onnx"], default="torch",
                         help="onnx: copy a sentence-model folder and add onnx/model.onnx (checked against PyTorch), "
                              "for --backend onnx|onnx-int8 in search and bench")
@@ -42,50 +34,12 @@ def register(nouns) -> None:
                              "avx512_vnni with AVX-512 VNNI or AMX, avx512 with AVX-512, else avx2; arm64 on ARM; "
                              "`kalbert env` shows what this CPU has)")
     add_overwrite(export)
-
-    train = add_verb(
-        verbs, "train", "train a sentence model on graded pairs, NLI/paraphrase pairs and question -> passage rows; "
-        "keep the best dev checkpoint",
-        "kalbert sbert train --model outputs/sbert-ko-tiny --train korsts --eval korsts:dev --test korsts:test "
-        "--out outputs/sbert-ko-tiny-sts\n"
-        "  kalbert sbert train --model models/sbert-ko-zh-small --train korquad cmrc2018 drcd answers-ko answers-zh "
-        "korsts --eval korsts:dev korquad:val answers-ko:dev --negative-miner multilingual-e5-small "
-        "--score-teacher multilingual-e5-small --max-seq-length 256 --out outputs/sbert-retrieval",
-        _train, aliases=("sts",))
-    add_config_arguments(train, "kalbert.sentence.config:SentenceTrainConfig", stage="sts")
-    add_overwrite(train)
-
-    distill = add_verb(
-        verbs, "distill", "distil a teacher sentence model into a student on corpus and/or parallel sentences",
-        "kalbert sbert distill --teacher multilingual-e5-small --student outputs/albert-ko-zh-transplant "
-        "--corpus kowiki nsmc zh-laws zh-clue --max-sentences 150000 --loss mse --eval korsts:dev "
-        "--out outputs/sbert-ko-zh-kd",
-        _distill)
-    add_config_arguments(distill, "kalbert.sentence.config:DistillConfig", stage="distill")
-    add_overwrite(distill)
-
-    mine = add_verb(
-        verbs, "mine", "mine same-language sentence pairs from corpora by nearest neighbours and grade them with a "
-        "teacher, as a graded training file for `kalbert sbert train --train FILE`",
-        "kalbert sbert mine --teacher outputs/teachers/me5-small-ft --corpus kowiki nsmc zh-laws zh-clue "
-        "--max-sentences 200000 --pairs 50000 --neighbours 8 --out outputs/mined/ko-zh-ft.tsv", _mine)
-    add_config_arguments(mine, "kalbert.sentence.mine:MineConfig")
+    add_overwrite(add_verb(verbs, "sbert train", _train))
+    add_overwrite(add_verb(verbs, "sbert distill", _distill))
+    mine = add_verb(verbs, "sbert mine", _mine)
     mine.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-
-    average = add_verb(
-        verbs, "average", "average the weights of sentence models fine-tuned from one starting point (a model soup)",
-        "kalbert sbert average --models outputs/soup-a outputs/soup-b --eval korsts:dev stsb-zh:dev --out outputs/soup",
-        _average)
-    add_config_arguments(average, "kalbert.sentence.average:AverageConfig", stage="average")
-    add_overwrite(average)
-
-    widen = add_verb(
-        verbs, "widen", "widen a transplanted sentence ALBERT's embeddings with the teacher's directions its "
-        "transplant dropped (more parameters, same speed); train it after",
-        "kalbert sbert widen --model models/sbert-ko-zh-small --embedding-size 200 --alpha 0.5 "
-        "--eval korsts:dev --out outputs/sbert-ko-zh-small-e200", _widen)
-    add_config_arguments(widen, "kalbert.sentence.widen:WidenConfig", stage="widen")
-    add_overwrite(widen)
+    add_overwrite(add_verb(verbs, "sbert average", _average))
+    add_overwrite(add_verb(verbs, "sbert widen", _widen))
 
 
 def _export(args: argparse.Namespace) -> int:

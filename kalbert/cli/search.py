@@ -11,7 +11,6 @@ from dataclasses import asdict
 from typing import Any
 
 from kalbert.cli.common import (
-    add_config_arguments,
     add_noun,
     add_overwrite,
     add_verb,
@@ -53,44 +52,27 @@ def register(nouns) -> None:
                      "  kalbert search add --index outputs/docs-index new-docs.jsonl\n"
                      "  kalbert search delete --index outputs/docs-index doc-17")
 
-    build = add_verb(
-        verbs, "build", "split documents into passages, encode them and index them (resumes after a kill)",
-        "kalbert search build --corpus docs/ notes.jsonl --out outputs/docs-index --lexical bm25\n"
-        "  kalbert search build --corpus kowiki --out outputs/kowiki-index --engine hnsw "
-        "--model models/static-ko-zh-48k\n"
-        "  kalbert search build --corpus korsts:test --out outputs/index-milvus --engine milvus "
-        "--uri outputs/milvus.db\n"
-        "  kalbert search build --corpus korsts:test --out outputs/index-int8 --model outputs/sbert-onnx "
-        "--backend onnx-int8",
-        _build)
-    add_config_arguments(build, "kalbert.search.build:SearchBuildConfig")
+    build = add_verb(verbs, "search build", _build)
     build.add_argument("--rerank", dest="refine", type=positive_int, default=argparse.SUPPRESS, metavar="N",
                        action=DeprecatedAlias, new="--refine", why=REFINE_WHY)
     add_overwrite(build)
     _register_query(verbs)
 
-    add = add_verb(verbs, "add", "add documents to an index, or replace those with the same id (durable at once)",
-                   "kalbert search add --index outputs/docs-index new-docs.jsonl more-docs/", _add)
+    add = add_verb(verbs, "search add", _add)
     add.add_argument("--index", required=True, help="index folder from `kalbert search build`")
     add.add_argument("sources", nargs="+", help="JSONL files (id, text, other fields as metadata), folders or text "
                                                 "files, as `search build --corpus` reads them")
 
-    delete = add_verb(verbs, "delete", "delete documents from an index by id (durable at once)",
-                      "kalbert search delete --index outputs/docs-index doc-17 doc-18", _delete)
+    delete = add_verb(verbs, "search delete", _delete)
     delete.add_argument("--index", required=True, help="index folder from `kalbert search build`")
     delete.add_argument("ids", nargs="+", help="document ids")
 
-    compact = add_verb(verbs, "compact", "fold added and deleted documents into the engine (rebuilds it and BM25)",
-                       "kalbert search compact --index outputs/docs-index", _compact)
+    compact = add_verb(verbs, "search compact", _compact)
     compact.add_argument("--index", required=True, help="index folder from `kalbert search build`")
 
 
 def _register_query(verbs) -> None:
-    query = add_verb(
-        verbs, "query", "find the best passages of each query text",
-        'kalbert search query --index outputs/docs-index "한 남자가 기타를 치고 있다." -k 5 --mode hybrid\n'
-        '  kalbert search query --index outputs/docs-index "계약 해지" --filter lang=ko --one-per-document\n'
-        "  kalbert search query --index outputs/docs-index --queries questions.jsonl --jsonl > hits.jsonl", _query)
+    query = add_verb(verbs, "search query", _query)
     query.add_argument("--index", required=True, help="index folder from `kalbert search build`")
     query.add_argument("text", nargs="*", help="query texts (or --queries)")
     query.add_argument("--queries", metavar="FILE", help="read queries from FILE (- for stdin): JSONL lines with a "
@@ -219,10 +201,9 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from kalbert.search.documents import check_sources, read_documents
+    from kalbert.search.documents import read_documents
     from kalbert.search.index import open_index
 
-    check_sources(args.sources)
     index = open_index(args.index)
     statuses = index.add(list(read_documents(args.sources)))
     added = sum(s["status"] == "added" for s in statuses)

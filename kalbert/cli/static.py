@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "static sentence embeddings: one vector per vocabulary piece, no transformer"
 
@@ -14,22 +14,8 @@ def register(nouns) -> None:
     verbs = add_noun(nouns, "static", HELP, "kalbert static distill --teacher multilingual-e5-small --vocab "
                      "vocab/ko-zh-48k --out outputs/static-ko-zh")
 
-    distill = add_verb(
-        verbs, "distill", "embed every piece of a kalbert vocabulary with a teacher, reduce by PCA and weight by "
-        "frequency (model2vec-style)",
-        "kalbert static distill --teacher multilingual-e5-small --vocab vocab/ko-zh-48k --out outputs/static-ko-zh",
-        _distill)
-    add_config_arguments(distill, "kalbert.static.distill:StaticDistillConfig", stage="distill")
-    add_overwrite(distill)
-
-    train = add_verb(
-        verbs, "train", "fit a static model to the teacher's sentence vectors on corpus sentences, then optionally "
-        "to STS pairs (tokenlearn-style)",
-        "kalbert static train --teacher multilingual-e5-small --init outputs/static-ko-zh --corpus kowiki nsmc "
-        "zh-laws zh-clue --max-sentences 150000 --matryoshka-dims 128 64 --out outputs/static-ko-zh-trained",
-        _train)
-    add_config_arguments(train, "kalbert.static.config:StaticTrainConfig", stage="train")
-    add_overwrite(train)
+    add_overwrite(add_verb(verbs, "static distill", _distill))
+    add_overwrite(add_verb(verbs, "static train", _train))
 
 
 def _print_model(out, best: dict | None = None) -> None:

@@ -7,7 +7,7 @@ import argparse
 import logging
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args
 
 HELP = "teachers for distillation: export, fine-tune, pre-compute embeddings"
 
@@ -16,25 +16,9 @@ def register(nouns) -> None:
     verbs = add_noun(nouns, "teacher", HELP, "kalbert teacher export multilingual-e5-small --out teachers/me5-small\n"
                      "  kalbert teacher encode --teacher multilingual-e5-small --corpus kowiki --max-sentences 20000")
 
-    export = add_verb(
-        verbs, "export", "write a pip-installed teacher as a standard SentenceTransformer folder, checked against "
-        "the package's own engine", "kalbert teacher export multilingual-e5-small --out teachers/me5-small", _export)
-    add_config_arguments(export, "kalbert.teachers.export:TeacherExportConfig", positional=("teacher",))
-    add_overwrite(export)
-
-    finetune = add_verb(
-        verbs, "finetune", "fine-tune a teacher on the Korean/Chinese STS and pair train splits (token embeddings "
-        "frozen), keeping the best dev checkpoint", "kalbert teacher finetune --out outputs/teachers/me5-small-ft",
-        _finetune)
-    add_config_arguments(finetune, "kalbert.sentence.config:TeacherFinetuneConfig")
-    add_overwrite(finetune)
-
-    encode = add_verb(
-        verbs, "encode", "encode corpus sentences with a teacher into the resumable embedding cache (kill and "
-        "rerun at will: at most one shard is lost)",
-        "kalbert teacher encode --teacher multilingual-e5-small --corpus kowiki nsmc zh-laws zh-clue "
-        "--max-sentences 150000 --teacher-backend auto", _encode)
-    add_config_arguments(encode, "kalbert.teachers.cache:TeacherEncodeConfig")
+    add_overwrite(add_verb(verbs, "teacher export", _export))
+    add_overwrite(add_verb(verbs, "teacher finetune", _finetune))
+    add_verb(verbs, "teacher encode", _encode)
 
 
 def _export(args: argparse.Namespace) -> int:

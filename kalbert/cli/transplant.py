@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from kalbert.cli.common import add_config_arguments, add_overwrite, add_verb, config_from_args
+from kalbert.cli.common import add_overwrite, add_verb, config_from_args
+from kalbert.verbs import VERBS
 
-HELP = ("turn a BERT-family sentence encoder (e.g. multilingual-e5-small) into an ALBERT on a kalbert vocabulary, "
-        "without training")
-EXAMPLE = ("kalbert transplant --teacher multilingual-e5-small --vocab vocab/ko-zh-48k --layers 5 --embedding-size 80 "
-           "--out outputs/albert-ko-zh-transplant")
+HELP = VERBS["transplant"].help
 
 
 def register(nouns) -> None:
-    parser = add_verb(nouns, "transplant", HELP, EXAMPLE, _transplant)
-    add_config_arguments(parser, "kalbert.pretrain.config:TransplantConfig")
-    add_overwrite(parser)
+    add_overwrite(add_verb(nouns, "transplant", _transplant))
 
 
 def _transplant(args: argparse.Namespace) -> int:

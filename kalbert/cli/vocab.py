@@ -6,55 +6,18 @@ import argparse
 import json
 
 from kalbert.artifact import read_meta
-from kalbert.cli.common import add_config_arguments, add_noun, add_overwrite, add_verb, config_from_args, positive_int
+from kalbert.cli.common import add_noun, add_overwrite, add_verb, config_from_args, positive_int
 
 HELP = "build, extend, normalize and inspect SentencePiece vocabularies"
 
 
 def register(nouns) -> None:
-    from kalbert.vocab.config import VocabBuildConfig, VocabExtendConfig, VocabNormalizeConfig
-
     verbs = add_noun(nouns, "vocab", HELP, "kalbert vocab build --lang ko --inputs kowiki nsmc --out vocab/ko-32k\n"
                      "  kalbert vocab inspect vocab/ko-32k \"배우들의 연기도 좋았다\"")
-
-    build = add_verb(
-        verbs,
-        "build",
-        "train a morphology-aware SentencePiece vocabulary",
-        "kalbert vocab build --lang ko --inputs kowiki nsmc --out vocab/ko-32k\n"
-        "  kalbert vocab build --config vocab/ko-32k.yaml --out outputs/ko-32k-again",
-        _build,
-    )
-    add_config_arguments(build, VocabBuildConfig)
-    add_overwrite(build)
-
-    extend = add_verb(
-        verbs,
-        "extend",
-        "append pieces to a vocabulary without moving any existing id",
-        "kalbert vocab extend --base vocab/ko-32k --from-corpus nsmc --max-new 500 --out outputs/ko-32k-nsmc",
-        _extend,
-    )
-    add_config_arguments(extend, VocabExtendConfig)
-    add_overwrite(extend)
-
-    normalize = add_verb(
-        verbs,
-        "normalize",
-        "a new version of a vocabulary or model folder that reads Traditional Chinese (ids kept)",
-        "kalbert vocab normalize models/qa-ko-zh-small --out outputs/qa-ko-zh-small-t2s",
-        _normalize,
-    )
-    add_config_arguments(normalize, VocabNormalizeConfig, positional=("folder",))
-    add_overwrite(normalize)
-
-    inspect = add_verb(
-        verbs,
-        "inspect",
-        "show pieces and ids, or measure a vocabulary on evaluation text",
-        'kalbert vocab inspect vocab/ko-32k "배우들의 연기도 좋았다" --eval korsts:dev',
-        _inspect,
-    )
+    add_overwrite(add_verb(verbs, "vocab build", _build))
+    add_overwrite(add_verb(verbs, "vocab extend", _extend))
+    add_overwrite(add_verb(verbs, "vocab normalize", _normalize))
+    inspect = add_verb(verbs, "vocab inspect", _inspect)
     inspect.add_argument("vocab", help="vocabulary or model folder")
     inspect.add_argument("text", nargs="*", help="sentences to show as pieces")
     inspect.add_argument("--eval", nargs="+", default=[], metavar="SOURCE",

@@ -28,6 +28,25 @@ class Scorer(Protocol):
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
 
 
+class SharedScores:
+    """A scorer that remembers each (query, passage) score, so the rankings of several first stages of one
+    benchmark (cosine and its fusion with BM25 share most of their top 20) score each pair once. Its timings then
+    cover only the pairs it had not seen: ``hits`` says whether a reranking reused any."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer, self.name = scorer, scorer.name
+        self.scores: dict[tuple[str, str], float] = {}
+        self.hits = 0
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        new = list(dict.fromkeys(p for p in passages if (query, p) not in self.scores))
+        self.hits += len(passages) - len(new)
+        if new:
+            scores = self.scorer.score(query, new)
+            self.scores.update({(query, p): float(score) for p, score in zip(new, scores, strict=True)})
+        return np.array([self.scores[(query, p)] for p in passages], dtype=np.float64)
+
+
 def check_depth(depth: int, available: int, what: str = "candidates") -> None:
     """One line for a depth that reranks nothing or more than there is to rerank."""
     if depth < 1:

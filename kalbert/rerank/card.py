@@ -35,7 +35,7 @@ def _export_note(record: dict[str, Any]) -> str:
     if not storage:
         return ""
     note = (f"\nWeights stored as {storage['dtype']} and computed in {storage['computed_in']} (probe scores within "
-            f"{storage['max_probe_score_change']:.1e} of the trained folder's).")
+            f"{storage['max_probe_score_change']:.1e} of the trained folder's, relative to their spread).")
     if onnx:
         files = ", ".join(f"`{path}` ({kind})" for kind, path in onnx["files"].items())
         preset = f", int8 quantised for {onnx['int8_config']}" if onnx.get("int8_config") else ""

@@ -26,12 +26,12 @@ from tqdm.auto import tqdm
 
 from kalbert.artifact import Kind, folder_languages
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_json, atomic_write_text, refuse_existing_output
+from kalbert.io import atomic_write_json, atomic_write_text, check_writable, refuse_existing_output
 from kalbert.precision import Precision, autocast, encoding_bf16
 from kalbert.search.card import render_card
-from kalbert.search.documents import Document, check_sources, read_documents
+from kalbert.search.documents import Document, check_corpus, read_documents
 from kalbert.search.engines import FAISS_ENGINES, Engine, EngineSettings, build_faiss, pick_engine
-from kalbert.search.model import Prompts, check_model, model_prompts
+from kalbert.search.model import Prompts, check_model, model_hash, model_prompts
 from kalbert.search.passages import split_passages, token_counter
 from kalbert.search.store import PassageStore, write_store
 from kalbert.sentence import Backend
@@ -56,7 +56,8 @@ class SearchBuildConfig:
     out: str
     """Index folder to write (built in OUT.work, kept across a kill so a rerun resumes)."""
     model: str | None = None
-    """Sentence-model folder that encodes passages (and later queries); None: the shipped model."""
+    """Sentence-model folder that encodes passages (and later queries); None: the shipped retrieval model,
+    models/sbert-ko-zh-retrieval."""
     engine: Engine = "auto"
     """exact (faiss flat, float16), hnsw, ivfpq (PQ codes, re-ranked) or milvus; auto: exact up to 300,000
     passages, hnsw above."""
@@ -107,11 +108,13 @@ def work_folder(out: str | Path) -> Path:
 
 
 def _check(config: SearchBuildConfig, overwrite: bool) -> None:
-    """Everything that can be refused before the model loads."""
+    """Everything that can be refused before the model loads (the corpus's files read once)."""
     if config.shard is None:
         refuse_existing_output(config.out, overwrite)
+    else:
+        check_writable(work_folder(config.out))
     parse_shard(config.shard)
-    check_sources(config.corpus)
+    check_corpus(config.corpus)
     if config.engine == "milvus" and not config.uri:
         raise KalbertError("--engine milvus needs --uri", "a file path for Milvus Lite or http://host:19530")
     if config.uri and config.engine != "milvus":
@@ -128,7 +131,7 @@ def _passages(documents: Iterator[Document], model, budget: int, stride: int) ->
 
 def _plan(config: SearchBuildConfig, identity: dict, prompts: Prompts, budget: int) -> dict:
     """What the work folder's passages and vectors depend on: a rerun resumes only with the same plan."""
-    return {"corpus": config.corpus, "model": identity["sha256"], "passage_prompt": prompts.passage,
+    return {"corpus": config.corpus, "model": model_hash(identity), "passage_prompt": prompts.passage,
             "passage_tokens": budget, "stride": config.stride, "max_passages": config.max_passages,
             "chunk_size": config.chunk_size, "backend": config.backend, "precision": config.precision}
 
@@ -157,15 +160,14 @@ def _write_passages(work: Path, state: dict, config: SearchBuildConfig, model, b
     scratch = work / f".store-{uuid.uuid4().hex[:8]}"
     scratch.mkdir()
     try:
-        documents = tqdm(read_documents(config.corpus), desc="reading documents", unit=" doc")
+        # a bar only past 2 s: a small corpus refused once cut (IVF-PQ over a few passages) gets its one line alone
+        documents = tqdm(read_documents(config.corpus), desc="reading documents", unit=" doc", delay=2)
         counts = write_store(scratch, _passages(documents, model, budget, config.stride), config.max_passages)
         if counts.passages == 0:
             raise KalbertError(f"{', '.join(config.corpus)} holds no text to index", "give documents with text")
     except BaseException:
-        # nothing encoded yet: leave no work folder behind (another shard process may still be writing its own)
         shutil.rmtree(scratch, ignore_errors=True)
-        if not any(work.glob(".store-*")):
-            shutil.rmtree(work, ignore_errors=True)
+        _remove_unencoded(work)
         raise
     for item in scratch.iterdir():
         os.replace(item, work / item.name)
@@ -173,6 +175,13 @@ def _write_passages(work: Path, state: dict, config: SearchBuildConfig, model, b
     state = {**state, "counts": asdict(counts)}
     atomic_write_json(work / WORK_FILE, state)
     return state
+
+
+def _remove_unencoded(work: Path) -> None:
+    """Leave no work folder behind a build refused before encoding: one with no vectors, and no passage store
+    that another shard process is still writing."""
+    if not any(work.glob(".store-*")) and not any((work / SHARDS).glob("*.npy")):
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _shard_path(work: Path, shard: int) -> Path:
@@ -261,6 +270,11 @@ def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
     out, work = Path(config.out), work_folder(config.out)
     state = _open_work(work, _plan(config, identity, prompts, budget), overwrite and config.shard is None)
     state = _write_passages(work, state, config, model, budget)
+    try:
+        engine = pick_engine(config.engine, state["counts"]["passages"])  # IVF-PQ over a few passages: refused
+    except KalbertError:
+        _remove_unencoded(work)
+        raise
     store = PassageStore(work)
     mine = parse_shard(config.shard)
     encoded = _encode_shards(work, store, model, config, prompts, mine)
@@ -268,7 +282,6 @@ def build_index(config: SearchBuildConfig, overwrite: bool = False) -> Path:
     if mine is not None:
         return work
     vectors = _assemble(work, store, model.get_embedding_dimension(), config.chunk_size)
-    engine = pick_engine(config.engine, len(store))
     engine_started = time.perf_counter()
     if engine in FAISS_ENGINES:
         params = build_faiss(engine, vectors, work / f"{engine}.faiss", config.engine_settings)

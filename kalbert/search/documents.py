@@ -2,15 +2,16 @@
 of files, JSONL and registered data sets.
 
 Sources are checked (:func:`check_sources`) before a model loads, so a typo costs a second, not a model
-load. Reading is strict where the old sentence reader was lenient: an empty document, bytes that are not
-UTF-8 or a JSONL line without ``text`` stop the build with the file and line, since silently indexing
-less than was given is worse for a search index than for a training corpus.
+load, and so are the documents of files and folders (:func:`check_corpus`: one quick read). Reading is strict
+where the old sentence reader was lenient: an empty file or document, bytes that are not UTF-8, a JSONL line
+without ``text`` or an id given twice stop the build with the file and line, since silently indexing less (or
+other) than was given is worse for a search index than for a training corpus.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,14 +64,14 @@ def check_sources(sources: Iterable[str]) -> None:
             raise KalbertError(f"cannot index '{source}'", "give files, a corpus, or a split like korsts:test")
 
 
-def _text_file(path: Path) -> Iterator[Document]:
+def _text_file(path: Path) -> Iterator[tuple[str, Document]]:
     for number, line in enumerate(open_text(path), start=1):
         text = " ".join(line.split())
         if text:
-            yield Document(f"{path.name}:{number}", text)
+            yield f"{path} line {number}", Document(f"{path.name}:{number}", text)
 
 
-def _jsonl_file(path: Path) -> Iterator[Document]:
+def _jsonl_file(path: Path) -> Iterator[tuple[str, Document]]:
     for number, line in enumerate(open_text(path), start=1):
         if not line.strip():
             continue
@@ -84,23 +85,56 @@ def _jsonl_file(path: Path) -> Iterator[Document]:
         if not record["text"].strip():
             raise KalbertError(f"{path} line {number}: the document's text is empty", "drop the line or give text")
         doc_id = str(record.get("id", f"{path.name}:{number}"))
-        yield Document(doc_id, record["text"], {k: v for k, v in record.items() if k not in ("id", "text")})
+        metadata = {k: v for k, v in record.items() if k not in ("id", "text")}
+        yield f"{path} line {number}", Document(doc_id, record["text"], metadata)
 
 
-def _document_file(path: Path, root: Path) -> Iterator[Document]:
+def _document_file(path: Path, root: Path) -> Iterator[tuple[str, Document]]:
     text = "\n".join(open_text(path)).strip()
     if not text:
         raise KalbertError(f"document {path} is empty", "remove it or give it text")
-    yield Document(str(path.relative_to(root)), text)
+    yield str(path), Document(str(path.relative_to(root)), text)
 
 
-def _folder(root: Path) -> Iterator[Document]:
+def _folder(root: Path) -> Iterator[tuple[str, Document]]:
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
         name = path.name.lower()
         if name.endswith(JSONL_SUFFIXES):
             yield from _jsonl_file(path)
         elif name.endswith(FOLDER_SUFFIXES):
             yield from _document_file(path, root)
+
+
+def _file_documents(path: Path) -> Iterator[tuple[str, Document]]:
+    """(where, document) of a folder or file source: where is the file (and line) it comes from."""
+    if path.is_dir():
+        return _folder(path)
+    return (_jsonl_file if path.name.lower().endswith(JSONL_SUFFIXES) else _text_file)(path)
+
+
+def check_corpus(sources: Sequence[str]) -> None:
+    """:func:`check_sources`, then one read of every file and folder source (data sets are read as registered):
+    everything :func:`read_documents` would refuse, an empty source, and a document id given twice (an index
+    finds, replaces and deletes documents by id, so the two would be one) are refused in one line before a
+    model loads."""
+    check_sources(sources)
+    files = [Path(source).expanduser() for source in sources if Path(source).expanduser().exists()]
+    ids: set[str] = set()
+    for path in files:
+        found = 0
+        for where, document in _file_documents(path):
+            found += 1
+            if document.id in ids:
+                first = next(w for f in files for w, d in _file_documents(f) if d.id == document.id)
+                raise KalbertError(f"document id {document.id!r} at {where} was already given at {first}",
+                                   "give each document its own id; a line without one gets FILE:LINE, so two "
+                                   "files of one name clash: rename one")
+            ids.add(document.id)
+        if not found:
+            folder = path.is_dir()
+            what = "is empty" if not folder and path.stat().st_size == 0 else "holds no documents"
+            raise KalbertError(f"corpus {'folder' if folder else 'file'} {path} {what}",
+                               f"give it {'.txt, .md or .jsonl files' if folder else 'documents'}, or leave it out")
 
 
 def _data_set(source: str) -> Iterator[Document]:
@@ -124,9 +158,7 @@ def read_documents(sources: Iterable[str]) -> Iterator[Document]:
     distinct sentences of an STS, pair or NLI split)."""
     for source in sources:
         path = Path(source).expanduser()
-        if path.is_dir():
-            yield from _folder(path)
-        elif path.is_file():
-            yield from (_jsonl_file if path.name.lower().endswith(JSONL_SUFFIXES) else _text_file)(path)
+        if path.exists():
+            yield from (document for _, document in _file_documents(path))
         else:
             yield from _data_set(source)

@@ -28,6 +28,8 @@ ADD_ROWS = 65536
 TRAIN_ROWS = 100_000
 EXACT_SUBSET = 20_000
 """a search limited to at most this many rows scores them exactly instead of walking the engine"""
+IVFPQ_MIN_PASSAGES = 256
+"""IVF-PQ trains 256 centroids (8-bit codes) per code byte: faiss refuses fewer training vectors"""
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,16 @@ class EngineSettings:
             object.__setattr__(self, "refine", rerank)
 
 
+def check_engine(engine: str, passages: int) -> None:
+    """Refuse IVF-PQ over too few passages to train it, in one line rather than faiss's traceback."""
+    if engine == "ivfpq" and passages < IVFPQ_MIN_PASSAGES:
+        raise KalbertError(f"--engine ivfpq needs at least {IVFPQ_MIN_PASSAGES} passages to train its codes, "
+                           f"and there are {passages}", "build the index with --engine exact or hnsw instead")
+
+
 def pick_engine(engine: Engine, passages: int) -> str:
+    """The engine for ``passages`` (checked by :func:`check_engine`)."""
+    check_engine(engine, passages)
     if engine != "auto":
         return engine
     return "exact" if passages <= EXACT_UP_TO else "hnsw"
@@ -99,6 +110,7 @@ def build_faiss(engine: str, vectors: np.ndarray, path: Path, settings: EngineSe
         index.hnsw.efConstruction = settings.ef_construction
         params = {"m": settings.hnsw_m, "ef_construction": settings.ef_construction, "ef_search": settings.ef_search}
     elif engine == "ivfpq":
+        check_engine(engine, count)
         lists, pq = _ivf_shape(count, dim, settings)
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, pq, 8, ip)
         sample = np.sort(np.random.default_rng(0).choice(count, size=min(count, TRAIN_ROWS), replace=False))

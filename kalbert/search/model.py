@@ -1,10 +1,11 @@
 """The sentence model behind an index: refused unless it is one, and identified so that queries are encoded
 by the model and prompt that encoded the passages.
 
-A model's identity is the hash :func:`kalbert.stage.parent` records (its ``kalbert.json``, else its
-``config.json``/``modules.json``), so a copied or moved folder is the same model and a retrained one is not.
-Prompts come from ``config_sentence_transformers.json``: ``passage`` (or ``document``) for passages,
-``query`` for queries.
+A model's identity is the SHA-256 of its weight files (:func:`kalbert.weights.weights_sha256`, what results
+files record), so a copied or moved folder is the same model, a retrained one is not, and one whose
+``kalbert.json`` was rewritten (an ONNX export into it) still is. Indexes built before recorded the hash of the
+``kalbert.json`` instead (:func:`kalbert.stage.parent`); they are still checked that way. Prompts come from
+``config_sentence_transformers.json``: ``passage`` (or ``document``) for passages, ``query`` for queries.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kalbert.artifact import META_FILE, Kind, read_meta
+from kalbert.artifact import META_FILE, MODULES_FILE, Kind, is_sentence_model, read_meta
 from kalbert.errors import KalbertError
-from kalbert.sentence.folder import MODULES_FILE, is_sentence_model
 from kalbert.stage import parent
+from kalbert.weights import check_weight_files, weights_sha256
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -27,8 +28,8 @@ QUERY_PROMPT = "query"
 
 
 def check_model(folder: str | Path) -> dict[str, Any]:
-    """The identity of a sentence-model folder (path, kind, hash); a one-line error for anything else, such
-    as a QA model, checked before the model loads."""
+    """The identity of a sentence-model folder (path, kind, record hash, weights hashes); a one-line error for
+    anything else, such as a QA model or damaged weights, checked before the model loads."""
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise KalbertError(f"model folder {path} not found", "pass a sentence-model folder with --model")
@@ -37,9 +38,17 @@ def check_model(folder: str | Path) -> dict[str, Any]:
     elif not is_sentence_model(path):
         raise KalbertError(f"{path} is not a sentence model (no {META_FILE} or {MODULES_FILE})",
                            "make one with `kalbert sbert export|train|distill` or `kalbert static distill|train`")
+    check_weight_files(path)
     identity = parent(path)
     identity["path"] = str(path.resolve())
+    identity["weights_sha256"] = weights_sha256(path)
     return identity
+
+
+def model_hash(identity: dict[str, Any]) -> Any:
+    """What tells two models apart: their weights' hashes (their record's where a folder holds no
+    ``*.safetensors``, or an index recorded none)."""
+    return identity.get("weights_sha256") or identity.get("sha256")
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,14 @@ def model_prompts(model: SentenceTransformer) -> Prompts:
 def check_identity(record: dict[str, Any], identity: dict[str, Any]) -> None:
     """Refuse a query model other than the one that encoded the index, before it loads."""
     built = record["model"]
-    if identity.get("sha256") != built.get("sha256"):
+    if "weights_sha256" not in built:  # built before indexes recorded the weights: its record's hash is all
+        if identity.get("sha256") != built.get("sha256"):
+            raise KalbertError(f"the index names its model {built['path']} by the hash of its {built.get('file')}, "
+                               f"which {identity['path']} does not match (another model, or the same one with a "
+                               "rewritten record)", "rebuild the index, which then names the model by its weights: "
+                               "kalbert search build --config INDEX/kalbert.json --overwrite")
+        return
+    if model_hash(identity) != model_hash(built):
         raise KalbertError(f"the index was built with {built['path']}, not {identity['path']} (another model)",
                            "query with the model that built it, or rebuild the index with this one")
 

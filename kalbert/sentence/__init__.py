@@ -11,7 +11,7 @@ import typing
 from typing import Any, Literal
 
 _WHERE = {
-    "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "folder",
+    "encode": "encoder", "load_sentence_model": "encoder", "is_sentence_model": "kalbert.artifact",
     "ExportConfig": "export", "export_sentence_model": "export", "build_sentence_model": "export",
     "SentenceTrainConfig": "config", "SentenceTrainResult": "train", "train_sentence_model": "train",
     "DistillConfig": "config", "DistillResult": "distill", "distill_student": "distill",
@@ -26,4 +26,5 @@ __all__ = sorted([*_WHERE, "BACKENDS", "Backend"])
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'kalbert.sentence' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"kalbert.sentence.{_WHERE[name]}"), name)
+    module = _WHERE[name]
+    return getattr(importlib.import_module(module if "." in module else f"kalbert.sentence.{module}"), name)

@@ -14,20 +14,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kalbert.artifact import Kind, read_meta
+from kalbert.artifact import MODULES_FILE, Kind, is_sentence_model, read_meta
 from kalbert.errors import KalbertError
 from kalbert.io import sha256_file
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
 from kalbert.sentence.evaluate import dev_metric, dev_refs, evaluate_dev
-from kalbert.sentence.folder import drop_derived_files, is_sentence_model, module_names
+from kalbert.sentence.folder import drop_derived_files, module_names
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
 from kalbert.weights import average_weight_files, normalised_weights
 
 # files that must be identical in every averaged folder: same modules, same tokenizer
-_SAME_FILES = ("modules.json", SPIECE, "tokenizer.json")
+_SAME_FILES = (MODULES_FILE, SPIECE, "tokenizer.json")
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _check_same_shape(folders: list[Path]) -> None:
     """Refuse folders that are not sentence models or differ in modules or tokenizer."""
     for folder in folders:
         if not is_sentence_model(folder):
-            raise KalbertError(f"{folder} is not a sentence model (no modules.json)",
+            raise KalbertError(f"{folder} is not a sentence model (no {MODULES_FILE})",
                                "average folders made by `kalbert sbert export|train|distill`")
     first = folders[0]
     for folder in folders[1:]:

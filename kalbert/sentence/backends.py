@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from kalbert import hardware
-from kalbert.artifact import Kind, read_meta
+from kalbert.artifact import MODULES_FILE, Kind, is_sentence_model, read_meta
 from kalbert.config import render_command
 from kalbert.errors import KalbertError
-from kalbert.io import sha256_file
+from kalbert.io import refuse_existing_output, sha256_file
 from kalbert.onnx_files import (
     CHECK_SENTENCES,
     FP32_FILE,
@@ -41,9 +41,10 @@ from kalbert.onnx_files import (
     transformer_dir,
 )
 from kalbert.sentence.card import add_stage, write_meta_and_card
-from kalbert.sentence.folder import is_sentence_model, module_names
+from kalbert.sentence.folder import module_names
 from kalbert.stage import artifact_folder, write_record
 from kalbert.verbs import VERBS
+from kalbert.weights import check_weight_files
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -78,8 +79,11 @@ def weight_hashes(folder: Path) -> dict[str, str]:
 
 
 def export_command(folder: Path, int8: bool) -> str:
+    """How to get ``folder``'s ONNX files: an export into a new folder, then that folder as the model. An export
+    into ``folder`` itself would rewrite the ``kalbert.json`` of a model as shipped or as others use it."""
     quantize = " --quantize int8" if int8 else ""
-    return f"{ONNX_EXPORT}{quantize} --model {folder} --out {folder} --overwrite"
+    copy = Path("outputs") / f"{folder.name}-onnx"
+    return f"{ONNX_EXPORT}{quantize} --model {folder} --out {copy}, then pass --model {copy}"
 
 
 def onnx_file(folder: str | Path, backend: str) -> str:
@@ -92,11 +96,11 @@ def onnx_file(folder: str | Path, backend: str) -> str:
     module_dir = transformer_dir(folder)
     if not relative or not (module_dir / relative).is_file():
         raise KalbertError(f"{folder} has no {'int8 ' if int8 else ''}ONNX file for --backend {backend}",
-                           f"export it: {export_command(folder, int8)}")
+                           f"export a copy with one: {export_command(folder, int8)}")
     require_onnx()
     if weight_hashes(module_dir) != record.get("weights"):
         raise KalbertError(f"ONNX file {relative} is older than the weights of {folder}",
-                           f"re-run {export_command(folder, 'onnx-int8' in record['files'])}")
+                           f"export a copy again: {export_command(folder, 'onnx-int8' in record['files'])}")
     if int8 and record.get("int8_config") != cpu_int8_config():
         log.warning("%s was quantised for %s; this CPU suits %s (re-export here for the best speed)",
                     relative, record.get("int8_config"), cpu_int8_config())
@@ -114,7 +118,7 @@ def check_int8_runs(folder: Path, path: Path, preset: str | None) -> None:
         block = hardware.hardware_block()
         raise KalbertError(f"onnxruntime cannot run {path.name} (int8 preset {preset}) on this CPU "
                            f"({hardware.describe_cpu(block)}): {str(exc).strip().splitlines()[0][:200]}",
-                           f"use --backend onnx, or re-export here: {export_command(folder, True)}") from None
+                           f"use --backend onnx, or export a copy here: {export_command(folder, True)}") from None
 
 
 def _min_cosine(reference: np.ndarray, model: SentenceTransformer) -> float:
@@ -133,9 +137,11 @@ def export_onnx(config: OnnxExportConfig, overwrite: bool = False) -> Path:
 
     source = Path(config.model).expanduser()
     if not is_sentence_model(source):
-        raise KalbertError(f"{source} is not a sentence model (no modules.json)",
+        raise KalbertError(f"{source} is not a sentence model (no {MODULES_FILE})",
                            "--backend onnx takes a SentenceTransformer folder: make one with "
                            "`kalbert sbert export --model CHECKPOINT --out FOLDER` first")
+    refuse_existing_output(config.out, overwrite)
+    check_weight_files(source)
     if config.int8_config not in (None, *INT8_CONFIGS):
         raise KalbertError(f"unknown int8 preset {config.int8_config!r}", f"use one of {', '.join(INT8_CONFIGS)}")
     require_onnx()

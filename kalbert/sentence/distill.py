@@ -37,11 +37,10 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers.util import cos_sim
 
-from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.artifact import Kind, folder_languages, is_sentence_model, read_meta
 from kalbert.config import config_values
 from kalbert.data import DATASETS, ParallelSet, assert_trainable, get_spec, load_parallel
 from kalbert.errors import KalbertError
-from kalbert.inputs import check_inputs
 from kalbert.io import atomic_write_json, open_text
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, new_meta
@@ -50,7 +49,6 @@ from kalbert.sentence.config import DistillConfig
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length
-from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.stage import artifact_folder
 from kalbert.teachers.backends import Teacher, describe, load_teacher, with_prompt
@@ -309,7 +307,7 @@ def distill_student(config: DistillConfig, overwrite: bool = False) -> DistillRe
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize
 
-    check_inputs(verb_for(config).name, config_values(config), overwrite)  # before the run folder or any teacher vector
+    verb_for(config).check(config_values(config), overwrite)  # before the run folder or any teacher vector
     # how the teacher runs does not change its vectors (cosine >= 0.999): a run may resume with another backend
     run = RunFolder.open(config.out, {k: v for k, v in asdict(config).items() if k != "teacher_backend"})
     if not config.parallel and not config.corpus:

@@ -13,18 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kalbert.artifact import MODULES_FILE, is_sentence_model
 from kalbert.errors import KalbertError
 from kalbert.sentence import BACKENDS
 from kalbert.sentence.backends import onnx_file
 from kalbert.sentence.export import build_sentence_model
-from kalbert.sentence.folder import MODULES_FILE, is_sentence_model
 from kalbert.teachers.encoders import unique_rows
+from kalbert.weights import check_weight_files
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "sbert-ko-zh-small"
-"""The Korean+Chinese sentence model committed in the repository's ``models/``: the default where one is needed."""
+SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "sbert-ko-zh-retrieval"
+"""The Korean+Chinese sentence model for search committed in the repository's ``models/`` (question -> passage,
+512 tokens): the default where one is needed (``kalbert search build``)."""
 
 
 def default_sentence_model() -> Path:
@@ -43,7 +45,7 @@ def load_sentence_model(path: str | Path, device: str | None = None, pooling: st
     with ``pooling`` ("mean" or "cls"), so raw pretrained models can be benchmarked without an export.
     ``backend`` "onnx" / "onnx-int8" runs the Transformer from the folder's ONNX files (written by
     ``kalbert sbert export --backend onnx``), refusing files older than the weights.
-    Loading never touches the network.
+    Loading never touches the network; damaged weight files are refused in one line first.
     """
     if backend not in BACKENDS:
         raise KalbertError(f"unknown backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
@@ -51,6 +53,7 @@ def load_sentence_model(path: str | Path, device: str | None = None, pooling: st
     if not path.is_dir():
         raise KalbertError(f"model folder {path} not found",
                            "pass a folder made by `kalbert sbert export|train|distill`")
+    check_weight_files(path)
     if not is_sentence_model(path):
         if backend != "torch":
             raise KalbertError(f"{path} is not a sentence model (no {MODULES_FILE}), so it has no ONNX files",

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.artifact import MODULES_FILE, Kind, folder_languages, is_sentence_model, read_meta
 from kalbert.errors import KalbertError
-from kalbert.io import atomic_write_json
+from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.sentence.card import add_metric, add_stage, new_meta, write_meta_and_card
 from kalbert.sentence.evaluate import evaluate_sts, selection_refs
-from kalbert.sentence.folder import is_sentence_model, module_names
+from kalbert.sentence.folder import module_names
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE
-from kalbert.weights import store_float16
+from kalbert.weights import check_weight_files, store_float16
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -79,6 +79,7 @@ def check_checkpoint(path: str | Path, tokenizer: str | Path | None = None) -> t
     if config.get("model_type") != "albert":
         raise KalbertError(f"{path} holds a '{config.get('model_type')}' model, not ALBERT",
                            "kalbert sbert export wraps ALBERT checkpoints; load other models with SentenceTransformer")
+    check_weight_files(path)
     source = Path(tokenizer).expanduser() if tokenizer else path
     has_tokenizer = (source / "tokenizer_config.json").is_file() and (
         (source / "tokenizer.json").is_file() or (source / SPIECE).is_file())
@@ -167,6 +168,7 @@ def check_roundtrip(model: SentenceTransformer, folder: Path, atol: float = 1e-4
 def export_sentence_model(config: ExportConfig, overwrite: bool = False) -> Path:
     """Export ``config.model`` as a SentenceTransformer folder at ``config.out``; return the folder."""
     selection_refs(config.eval)  # fail before any work
+    refuse_existing_output(config.out, overwrite)
     started = time.perf_counter()
     checkpoint, tokenizer_dir = check_checkpoint(config.model, config.tokenizer)
     model = build_sentence_model(checkpoint, config.pooling, config.max_seq_length, config.dense_dim,
@@ -194,8 +196,10 @@ def export_half_weights(model: str | Path, out: str | Path, max_seq_length: int 
 
     source = Path(model).expanduser()
     if not is_sentence_model(source):
-        raise KalbertError(f"{source} is not a sentence model (no modules.json)",
+        raise KalbertError(f"{source} is not a sentence model (no {MODULES_FILE})",
                            "--weights float16 takes a folder made by `kalbert sbert export|train|distill`")
+    refuse_existing_output(out, overwrite)
+    check_weight_files(source)
     original = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     with artifact_folder(out, Kind.SENTENCE_MODEL, overwrite=overwrite) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)

@@ -1,4 +1,5 @@
-"""What makes a folder a sentence model, and the module names its card lists.
+"""What a sentence-model folder holds: the files that belong to one set of weights, and the module names its
+card lists. (Whether a folder is a sentence model at all: :func:`kalbert.artifact.is_sentence_model`.)
 
 Below the loader (``encoder``), the exporter (``export``) and the ONNX tools (``backends``), which all
 need these and would otherwise import each other.
@@ -13,14 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-MODULES_FILE = "modules.json"
 # files that belong to one set of weights: a folder copied to hold other weights must not keep them
 DERIVED = ("onnx", "training_log.json")
-
-
-def is_sentence_model(path: str | Path) -> bool:
-    """True for a SentenceTransformer folder (it has ``modules.json``)."""
-    return (Path(path) / MODULES_FILE).is_file()
 
 
 def drop_derived_files(folder: Path) -> None:

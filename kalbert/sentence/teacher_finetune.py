@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kalbert.artifact import MODULES_FILE, is_sentence_model
 from kalbert.errors import KalbertError
 from kalbert.sentence.config import SentenceTrainConfig, TeacherFinetuneConfig
 from kalbert.sentence.evaluate import selection_refs
-from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.train import SentenceTrainResult, train_sentence_model
 from kalbert.teachers.backends import E5_NAME, MINILM_NAMES, USE_NAME, e5_folder
 
@@ -29,7 +29,7 @@ def teacher_folder(teacher: str) -> Path:
                            f"fine-tune {E5_NAME} or a SentenceTransformer folder")
     folder = Path(teacher).expanduser()
     if not is_sentence_model(folder):
-        raise KalbertError(f"{teacher} is not a SentenceTransformer folder (no modules.json)",
+        raise KalbertError(f"{teacher} is not a SentenceTransformer folder (no {MODULES_FILE})",
                            f"pass {E5_NAME} or a folder made by `kalbert teacher export`")
     return folder
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kalbert.artifact import Kind, folder_languages, read_meta
+from kalbert.artifact import Kind, folder_languages, is_sentence_model, read_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
@@ -32,7 +32,6 @@ from kalbert.sentence.config import SentenceTrainConfig, STSLoss
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.sentence.evaluate import dev_evaluator, dev_metric, dev_refs, evaluate_sts, parse_sts_ref
 from kalbert.sentence.export import save_sentence_model, set_max_seq_length, set_prompts
-from kalbert.sentence.folder import is_sentence_model
 from kalbert.sentence.loop import TrainTask, fit
 from kalbert.sentence.score_distill import ScoreDistillLoss
 from kalbert.stage import artifact_folder

@@ -28,12 +28,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kalbert.artifact import Kind, read_meta
+from kalbert.artifact import Kind, is_sentence_model, read_meta
 from kalbert.errors import KalbertError
 from kalbert.lineage import refuse_trained_on
 from kalbert.sentence.card import add_metric, add_stage, write_meta_and_card
 from kalbert.sentence.evaluate import dev_metric, dev_refs, evaluate_dev
-from kalbert.sentence.folder import drop_derived_files, is_sentence_model, module_names
+from kalbert.sentence.folder import drop_derived_files, module_names
 from kalbert.stage import artifact_folder
 from kalbert.verbs import command_for
 from kalbert.vocab.files import SPIECE

@@ -19,7 +19,7 @@ class StaticTrainConfig:
     init: str
     """Static model to start from (kalbert static distill); its PCA projects the teacher's vectors."""
     out: str
-    """Output static-model folder (the best evaluated checkpoint of either stage)."""
+    """Output static-model folder (the best evaluated checkpoint of either phase)."""
     corpus: list[str] = field(default_factory=list)
     """Corpora (names or files) whose sentences' teacher vectors the model learns to match."""
     max_sentences: int = 150_000
@@ -27,7 +27,7 @@ class StaticTrainConfig:
     teacher: str = "multilingual-e5-small"
     """The teacher the init model was distilled from (its projection fits only that teacher's vectors)."""
     sts: list[str] = field(default_factory=list)
-    """Pair sets trained after the corpus stage: STS sets and graded-pair TSV files (`kalbert sbert mine`) with
+    """Pair sets trained after the corpus phase: STS sets and graded-pair TSV files (`kalbert sbert mine`) with
     CoSENT, paraphrase sets as ``pair_loss`` says (graded: CoSENT); NLI sets (e.g. ocnli, kornli:dev), QA and
     question -> answer sets (korquad, cmrc2018, drcd, answers-ko: each train question against its paragraph or
     answer; a corpus such as kowiki: sentences against the rest of their paragraph) and parallel sets (e.g.
@@ -61,5 +61,5 @@ class StaticTrainConfig:
     onnx-int8 (refused below cosine 0.999). Their vectors share one cache."""
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=3, batch_size=256, lr=1e-3, weight_decay=0.0,
                                                                 precision="fp32"))
-    """Optimisation and evaluation schedule of each stage (a batch is sentences, or pairs of one set; weight decay
+    """Optimisation and evaluation schedule of each phase (a batch is sentences, or pairs of one set; weight decay
     pulls rarely seen pieces towards zero; fp32 by default: a bag of vectors has few matmuls to speed up)."""

@@ -4,20 +4,20 @@ Corpus sentences are sampled as ``kalbert sbert distill`` samples them (same see
 the teacher-embedding cache filled by ``kalbert teacher encode`` is reused), their teacher vectors are
 projected with the init model's PCA, and the unweighted piece vectors are fitted so that a sentence's
 weighted mean of piece vectors (what the saved folder computes) matches its projected teacher vector
-(cosine or MSE, AdamW, optionally on several Matryoshka prefixes at once). An optional second stage
+(cosine or MSE, AdamW, optionally on several Matryoshka prefixes at once). An optional second phase
 trains on pair sets, their rows made by :mod:`kalbert.rows` as `kalbert sbert train`'s are: graded ones (STS,
 paraphrase pairs, graded-pair files) with CoSENT, NLI, QA and parallel ones with in-batch negatives (an entailed
 hypothesis, a question's paragraph or a translation must be nearer its anchor than every other row of the batch,
-an NLI contradiction or the article's next paragraph being a hard negative). It is one stage whose batches each
+an NLI contradiction or the article's next paragraph being a hard negative). It is one phase whose batches each
 come from one set (CoSENT compares only pairs scored on the same scale), the sets interleaved so that none is
-trained away by the next, and it starts from the corpus stage's best weights.
+trained away by the next, and it starts from the corpus phase's best weights.
 
-Both stages run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
-``sts_epochs`` for the pair stage, ``max_steps`` caps each stage): AdamW with linear warmup and decay,
+Both phases run the shared fine-tuning loop (:func:`kalbert.training.train_loop`, settings in ``loop``;
+``sts_epochs`` for the pair phase, ``max_steps`` caps each phase): AdamW with linear warmup and decay,
 gradient clipping, evaluation on dev splits (STS, or QA val articles scored as retrieval; without them, the
-held-out corpus loss) after every epoch or ``eval_steps``, and a checkpoint per stage in OUT.partial/, so a rerun
+held-out corpus loss) after every epoch or ``eval_steps``, and a checkpoint per phase in OUT.partial/, so a rerun
 of an interrupted run resumes where it stopped (the teacher cache resumes by itself). The best evaluation of
-either stage, or the init model when neither beats it, is what is saved.
+either phase, or the init model when neither beats it, is what is saved.
 """
 
 from __future__ import annotations
@@ -56,12 +56,13 @@ from kalbert.verbs import command_for
 
 COSENT_SCALE = 20.0
 RANKING_SCALE = 30.0
-"""the in-batch-negative logits' scale: in a prototype of the shipped model's pair stage 30 beat
+"""the in-batch-negative logits' scale: in a prototype of the shipped model's pair phase 30 beat
 sentence-transformers' 20 (dev mean 81.78 against 81.64)"""
 PAIR_KINDS = (*ROW_KINDS, "parallel")
 """the registry kinds --sts takes: every kind of row, and translations between the model's languages"""
-STAGES = ("corpus", "pairs")
-"""the stages a run trains in turn, each with its own checkpoint in OUT.partial/"""
+PHASES = ("corpus", "pairs")
+"""the phases a run trains in turn, each with its own checkpoint in OUT.partial/ (``stage`` in
+training_log.json, ``best_stage`` in kalbert.json: keys kept as the files have them)"""
 
 
 class WeightedBag(torch.nn.Module):
@@ -127,7 +128,7 @@ def tokenize(static: StaticVectors, texts: list[str]) -> list[np.ndarray]:
 
 @dataclass
 class StaticPhase:
-    """The corpus or the pair stage as the shared loop trains it: its settings, an epoch's batches, a batch's loss."""
+    """The corpus or the pair phase as the shared loop trains it: its settings, an epoch's batches, a batch's loss."""
 
     name: str
     loop: LoopConfig
@@ -135,14 +136,14 @@ class StaticPhase:
     loss: Callable[[Any], torch.Tensor]
 
 
-def _record(stage: str, evaluation: Evaluation) -> dict[str, Any]:
-    """An evaluation as training_log.json lists it (the starting weights as stage "init")."""
-    return {"stage": stage if evaluation.step else "init", "epoch": evaluation.epoch, "step": evaluation.step,
+def _record(phase: str, evaluation: Evaluation) -> dict[str, Any]:
+    """An evaluation as training_log.json lists it, its phase under ``stage`` (the starting weights as "init")."""
+    return {"stage": phase if evaluation.step else "init", "epoch": evaluation.epoch, "step": evaluation.step,
             "train_loss": evaluation.train_loss, **evaluation.metrics, "score": evaluation.score}
 
 
 def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Path, dict[str, Any]]:
-    """Fit the init model to the teacher on the corpus (then on pairs); save the best evaluation of either stage
+    """Fit the init model to the teacher on the corpus (then on pairs); save the best evaluation of either phase
     (or the init model's vectors, when neither beats them); return the folder and that evaluation's record."""
     started = time.perf_counter()
     refuse_existing_output(config.out, overwrite)
@@ -165,26 +166,26 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
     if not refs and not config.corpus:
         raise KalbertError("nothing to pick the best epoch with", "pass --eval (e.g. korsts:dev) or --corpus")
     settings = {k: v for k, v in asdict(config).items() if k != "teacher_backend"}  # backends share vectors
-    runs = {name: RunFolder.open(config.out, settings, phase=name) for name in STAGES}  # before the teacher encodes
+    runs = {name: RunFolder.open(config.out, settings, phase=name) for name in PHASES}  # before the teacher encodes
 
     bag = WeightedBag(static)
     model = to_sentence_transformer(static)
     dev_scores = DevScores(refs)
     corpus = corpus_task(config, static, meta, dims) if config.corpus else None
     facts: dict[str, Any] = {}
-    stages: list[StaticPhase] = []
+    phases: list[StaticPhase] = []
     if corpus is not None:
         facts.update(corpus_train_sentences=corpus.train_rows, corpus_dev_sentences=corpus.dev_rows,
                      teacher_encoding=corpus.teacher_encoding)
-        stages.append(StaticPhase("corpus", config.loop,
-                            lambda rng: shuffled_batches(corpus.train_rows, config.loop.batch_size, rng),
-                            lambda rows: corpus.batch_loss(bag, np.asarray(rows))))
+        phases.append(StaticPhase("corpus", config.loop,
+                                  lambda rng: shuffled_batches(corpus.train_rows, config.loop.batch_size, rng),
+                                  lambda rows: corpus.batch_loss(bag, np.asarray(rows))))
     if pairs:
         facts.update({f"{p.label}_pairs": len(p) for p in pairs})
         mixed = PairBatches(static, pairs, config.loop.batch_size, config.rows.score_temperature)
-        stages.append(StaticPhase("pairs", replace(config.loop, epochs=config.sts_epochs),
-                            lambda rng: shuffled_batches(len(mixed), 1, rng),  # a row of this stage is a batch
-                            lambda batch: mixed.loss(bag, batch[0], dims)))
+        phases.append(StaticPhase("pairs", replace(config.loop, epochs=config.sts_epochs),
+                                  lambda rng: shuffled_batches(len(mixed), 1, rng),  # a row of this phase is a batch
+                                  lambda batch: mixed.loss(bag, batch[0], dims)))
 
     def evaluate() -> tuple[float, dict[str, float]]:
         model[0].embedding.weight.data.copy_(bag.rows())
@@ -195,15 +196,15 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
 
     history: list[dict[str, Any]] = []
     init_vectors = bag.vectors.detach().clone()
-    candidates = []  # each stage's best evaluation and its vectors, which the loop leaves in the bag
+    candidates = []  # each phase's best evaluation and its vectors, which the loop leaves in the bag
     earlier = 0.0  # training time of the runs this one resumed
-    for stage in stages:  # so the pair stage starts from the corpus stage's best
-        fit = train_loop(bag, stage.plan, stage.loss, evaluate, stage.loop, runs[stage.name],
+    for phase in phases:  # so the pair phase starts from the corpus phase's best
+        fit = train_loop(bag, phase.plan, phase.loss, evaluate, phase.loop, runs[phase.name],
                          evaluate_first=not history, eval_autocast=False)
-        history += [_record(stage.name, e) for e in fit.history]
-        candidates.append((_record(stage.name, fit.best), bag.vectors.detach().cpu().clone()))
+        history += [_record(phase.name, e) for e in fit.history]
+        candidates.append((_record(phase.name, fit.best), bag.vectors.detach().cpu().clone()))
         earlier += fit.earlier_seconds
-    # the init model (evaluated first by the first stage) stays when no stage beats it; of equal scores the earliest
+    # the init model (evaluated first by the first phase) stays when no phase beats it; of equal scores the earliest
     best, vectors = max([(history[0], init_vectors), *candidates], key=lambda candidate: candidate[0]["score"])
     static.vectors = vectors.numpy()
     meta = copy.deepcopy(meta)

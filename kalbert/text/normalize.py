@@ -8,6 +8,7 @@ exotic spaces and runs of whitespace.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import unicodedata
@@ -15,7 +16,10 @@ import unicodedata
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 
 
-def _build_table() -> dict[int, str | None]:
+@functools.cache
+def _table() -> dict[int, str | None]:
+    """The translation table, built on first use: it walks every code point (0.4 s), which a command that only
+    checks its input before refusing it should not pay at import."""
     table: dict[int, str | None] = {ord(c): None for c in _ZERO_WIDTH}
     for cp in range(sys.maxunicode + 1):
         ch = chr(cp)
@@ -28,21 +32,20 @@ def _build_table() -> dict[int, str | None]:
     return table
 
 
-_TABLE = _build_table()
 _SPACES = re.compile(r" {2,}")
 
 
 def normalize_text(text: str) -> str:
     """Return ``text`` in NFC with control/zero-width characters removed and whitespace collapsed."""
-    text = unicodedata.normalize("NFC", text).translate(_TABLE)
+    text = unicodedata.normalize("NFC", text).translate(_table())
     return _SPACES.sub(" ", text).strip()
 
 
 def space_characters() -> list[str]:
     """Every character :func:`normalize_text` maps to a plain space (used for the SentencePiece rules)."""
-    return [chr(cp) for cp, repl in _TABLE.items() if repl == " " and cp != ord(" ")]
+    return [chr(cp) for cp, repl in _table().items() if repl == " " and cp != ord(" ")]
 
 
 def removed_characters() -> list[str]:
     """Every character :func:`normalize_text` deletes."""
-    return [chr(cp) for cp, repl in _TABLE.items() if repl is None]
+    return [chr(cp) for cp, repl in _table().items() if repl is None]

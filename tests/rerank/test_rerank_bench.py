@@ -8,7 +8,7 @@ import pytest
 
 from kalbert.bench.retrieval import rerank_setting
 from kalbert.errors import KalbertError
-from kalbert.rerank.candidates import check_depth, rerank
+from kalbert.rerank.candidates import SharedScores, check_depth, rerank
 
 
 class LengthScorer:
@@ -40,6 +40,25 @@ def test_ties_keep_the_first_stage_order():
 def test_a_depth_of_nothing_or_beyond_the_candidates_is_one_line(depth, says):
     with pytest.raises(KalbertError, match=says):
         rerank(np.array([[0, 1, 2]]), CORPUS, ["q"], LengthScorer(), depth)
+
+
+class CountingScorer(LengthScorer):
+    def __init__(self) -> None:
+        self.pairs = 0
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        self.pairs += len(passages)
+        return super().score(query, passages)
+
+
+def test_shared_scores_score_each_pair_once_across_first_stages_and_say_when_they_reused_one():
+    inner = CountingScorer()
+    shared = SharedScores(inner)
+    first = rerank(np.array([[0, 2, 1]]), CORPUS, ["q"], shared, depth=3)
+    assert (inner.pairs, shared.hits) == (3, 0)
+    second = rerank(np.array([[1, 3, 0]]), CORPUS, ["q"], shared, depth=3)
+    assert (inner.pairs, shared.hits) == (4, 2)
+    assert first.ranking.tolist() == [[1, 2, 0]] and second.ranking.tolist() == [[1, 3, 0]]
 
 
 def test_check_depth_names_what_it_counts():

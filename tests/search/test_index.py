@@ -151,7 +151,7 @@ def test_refusals_come_before_the_model_loads(corpus, static_model, qa_model, tm
         (["--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o")], "file not found"),
         (["--corpus", "korsts2:test", "--out", str(tmp_path / "o")], "did you mean 'korsts'"),
         (["--corpus", str(corpus), "--out", str(tmp_path / "o"), "--model", str(qa_model)],
-         "not a sentence model or static model folder"),
+         "--model takes a sentence model or static model folder"),
         (["--corpus", str(corpus), "--out", str(tmp_path / "o"), "--engine", "milvus"], "needs --uri"),
         (["--corpus", str(corpus), "--out", str(tmp_path / "o"), "--engine", "milvus", "--uri",
           "http://127.0.0.1:9"], "does not answer"),

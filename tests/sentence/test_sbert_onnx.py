@@ -150,8 +150,8 @@ def test_onnx_older_than_the_weights_is_refused_until_re_exported(onnx_sbert, tm
     name = next(iter(weights))
     weights[name] = weights[name] + 0.01  # training went on after the export
     save_file(weights, stale / "model.safetensors", metadata={"format": "pt"})
-    with pytest.raises(KalbertError, match=r"older than the weights.*re-run kalbert sbert export --backend onnx "
-                                           r"--quantize int8"):
+    with pytest.raises(KalbertError, match=r"older than the weights.*export a copy again: kalbert sbert export "
+                                           r"--backend onnx --quantize int8 .*--out outputs/stale-onnx, then pass"):
         load_sentence_model(stale, backend="onnx")
     load_sentence_model(stale)  # PyTorch still loads the new weights
     assert main(["sbert", "export", "--backend", "onnx", "--model", str(stale), "--out", str(stale),

@@ -62,7 +62,7 @@ def test_cli_query_prints_ranked_hits(index, capsys):
 def test_empty_corpus_is_refused(tiny_sbert, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n", encoding="utf-8")
-    with pytest.raises(KalbertError, match="holds no text to index"):
+    with pytest.raises(KalbertError, match="corpus file .*empty.txt holds no documents"):
         build_index(SearchBuildConfig(model=str(tiny_sbert), corpus=str(empty), out=str(tmp_path / "i")))
     assert not (tmp_path / "i").exists() and not (tmp_path / "i.work").exists()
 
