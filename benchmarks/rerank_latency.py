@@ -32,6 +32,7 @@ from kalbert.ranking import ranking_metrics
 from kalbert.rerank.candidates import rerank
 from kalbert.rerank.evaluate import load_eval_set
 from kalbert.rerank.model import QASpanScorer, load_reranker
+from kalbert.weights import weights_sha256
 
 NAME = "rerank_latency"
 SETS = ("korquad:val", "cmrc2018:val")
@@ -55,16 +56,17 @@ def _onnx_folder(model: Path, scratch: Path) -> Path | None:
     return scratch / "onnx-copy"
 
 
-def _scorers(model: Path, qa_model: Path | None, scratch: Path) -> dict[str, object]:
-    scorers: dict[str, object] = {"torch fp32": load_reranker(model, "torch", "fp32")}
+def _scorers(model: Path, qa_model: Path | None, scratch: Path) -> dict[str, tuple[object, Path]]:
+    """Each backend's scorer and the folder whose weights it runs (an ONNX copy runs the model's)."""
+    scorers: dict[str, tuple[object, Path]] = {"torch fp32": (load_reranker(model, "torch", "fp32"), model)}
     if native_bf16("cpu"):
-        scorers["torch bf16"] = load_reranker(model, "torch", "bf16")
+        scorers["torch bf16"] = (load_reranker(model, "torch", "bf16"), model)
     onnx = _onnx_folder(model, scratch)
     if onnx is not None:
-        scorers["onnx fp32"] = load_reranker(onnx, "onnx")
-        scorers["onnx int8"] = load_reranker(onnx, "onnx-int8")
+        scorers["onnx fp32"] = (load_reranker(onnx, "onnx"), model)
+        scorers["onnx int8"] = (load_reranker(onnx, "onnx-int8"), model)
     if qa_model is not None:
-        scorers["QA best span (zero-shot)"] = QASpanScorer(qa_model, precision="fp32")
+        scorers["QA best span (zero-shot)"] = (QASpanScorer(qa_model, precision="fp32"), qa_model)
     return scorers
 
 
@@ -107,8 +109,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         scorers = _scorers(args.model, args.qa_model, Path(scratch))
         for depth in args.depths:
-            for backend, scorer in scorers.items():
-                rows.append({"backend": backend, "depth": depth, **_measure(scorer, sets, depth)})
+            for backend, (scorer, folder) in scorers.items():
+                rows.append({"backend": backend, "model": folder.as_posix(), "weights_sha256": weights_sha256(folder),
+                             "depth": depth, **_measure(scorer, sets, depth)})
                 print(f"depth {depth:3d}  {backend:26s} p50 {rows[-1]['p50_ms']:7.1f} ms  p95 "
                       f"{rows[-1]['p95_ms']:7.1f} ms", file=sys.stderr)
     first = {e.ref: {k: round(v, 2) for k, v in e.first_stage_scores().items() if k in ("ndcg_at_10", "mrr_at_10")}

@@ -164,6 +164,10 @@ ENCODER_START = Folder((Kind.PRETRAINED_MODEL, Kind.TEACHER, Kind.SENTENCE_MODEL
                        names=(E5,), what="an ALBERT or BERT checkpoint folder (pretrained, a teacher, or fine-tuned)",
                        makers="`kalbert pretrain` or `kalbert transplant`")
 """what the task fine-tunings read: any ALBERT or BERT checkpoint, a fine-tuned one too (intermediate tasks)"""
+RERANKER_START = Folder((*ENCODER_START.kinds, Kind.RERANKER), names=(E5,),
+                        what="an ALBERT or BERT checkpoint folder (pretrained, a teacher, fine-tuned, or a reranker "
+                             "to train further)", makers=ENCODER_START.makers)
+"""what `kalbert rerank train` starts from: an encoder, or a reranker it goes on training"""
 SENTENCE_START = Folder((Kind.SENTENCE_MODEL, Kind.PRETRAINED_MODEL),
                         what="a sentence-model or pretrained ALBERT folder",
                         makers="`kalbert pretrain`, `kalbert transplant` or `kalbert sbert export`")

@@ -1,6 +1,7 @@
 """Rankings from scores, rankings merged and rankings scored: exact top-k, reciprocal rank fusion, the convex
-combination of normalised scores, and MTEB's retrieval scores of a ranking (below the benchmark, which reports them,
-and the training verbs that pick checkpoints by them).
+combination of normalised scores, a reranker's scores kept near the first stage's order, and MTEB's retrieval
+scores of a ranking (below the benchmark, which reports them, and the training verbs that pick checkpoints by
+them).
 
 All order equal scores by the lower index, so a ranking is a function of the scores alone (never of a
 partial sort's internals) and a benchmark rerun gives the same numbers.
@@ -87,6 +88,18 @@ def convex_fusion(scores: list[np.ndarray], weights: Sequence[float], top: int =
         raise ValueError("the score matrices differ in shape")
     fused = sum(weight * min_max_rows(matrix) for weight, matrix in zip(weights, scores, strict=True))
     return top_k(fused, top)[0]
+
+
+def rerank_fusion(scores: np.ndarray, first_stage_weight: float) -> np.ndarray:
+    """A reranker's scores of one query's candidates, given in the first stage's order, as they rank: standardised
+    over the candidates, minus ``first_stage_weight`` x ln(1 + first-stage rank). A reranker that is sure (a wide
+    gap) reorders freely; where it barely separates two passages, the first stage's order stands. 0: its raw
+    scores, unchanged."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if not first_stage_weight or not len(scores):
+        return scores
+    standard = (scores - scores.mean()) / (scores.std() + 1e-6)
+    return standard - first_stage_weight * np.log1p(np.arange(len(scores)))
 
 
 def ranking_metrics(ranked: np.ndarray, gold: np.ndarray | Sequence[Sequence[int]]) -> dict[str, float]:

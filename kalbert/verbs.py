@@ -25,6 +25,7 @@ from kalbert.errors import KalbertError, WrongKind
 from kalbert.inputs import (
     ENCODER_START,
     RERANKER,
+    RERANKER_START,
     SEARCH_INDEX,
     SENTENCE_MODELS,
     SENTENCE_START,
@@ -233,7 +234,7 @@ VERBS: dict[str, Verb] = {verb.name: verb for verb in [
          "val/dev reranking",
          "kalbert rerank train --model models/qa-ko-zh-small --out outputs/rerank --max-rows 2000",
          "kalbert.rerank.config:RerankTrainConfig", "kalbert.rerank.train:train_reranker", Kind.RERANKER,
-         inputs={"model": ENCODER_START, "train": Data(), "eval": Data(selects=True), "negative_miner": Teacher(),
+         inputs={"model": RERANKER_START, "train": Data(), "eval": Data(selects=True), "negative_miner": Teacher(),
                  "out": Output()}),
     Verb("rerank score", 'score each {"query": ..., "passages": [...]} line of a JSONL file; writes it back with '
          '"scores" and "ranking" (passage indices, best first)',

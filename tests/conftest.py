@@ -73,6 +73,14 @@ def private_cache_home(tmp_path_factory, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
 
 
+@pytest.fixture(autouse=True)
+def no_shipped_reranker(tmp_path_factory, monkeypatch) -> None:
+    """Searches in tests rank with the models the tests build: the shipped reranker, which `kalbert search query`
+    and `kalbert serve` load by default, stays out unless a test names it (tests/search/test_default_reranker.py
+    checks that default)."""
+    monkeypatch.setattr("kalbert.search.reranking.SHIPPED_RERANKER", tmp_path_factory.getbasetemp() / "no-reranker")
+
+
 def _write_tiny_albert(folder: Path, vocab: Path, head: str = "AlbertForPreTraining", hidden: int = 32,
                        max_positions: int = 128, seed: int = 0, languages: list[str] | None = None) -> Path:
     """A random ALBERT (E16, 2 layers, 2 heads, FFN 2H) with ``vocab``'s tokenizer, saved as ``head``."""

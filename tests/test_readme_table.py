@@ -1,8 +1,9 @@
 """README stays at most 250 lines, and every figure of its shipped-models table is attributed: a measured figure
 to a named metric of a record its row names (a `kalbert bench` results file, a speed file, a vocabulary's
 kalbert.json), a size figure to the folder's own files (parameters counted in its model.safetensors, MB from that
-file's size, dims from the model's output); a figure it cannot attribute fails. Each shipped model's records name
-its current weights (their sha256) and its recipe, and every speed results file names the CPU it ran on."""
+file's size, dims from the model's output), a recipe run's figure to the record its cell links; a figure it cannot
+attribute fails. Each shipped model's records name its current weights (their sha256) and its recipe, and every
+speed results file names the CPU it ran on."""
 
 from __future__ import annotations
 
@@ -43,11 +44,17 @@ VOCAB_STATS = {  # README label -> held-out statistic in a vocabulary's kalbert.
     "boundary crossing": "boundary_crossing",
     "crossing": "boundary_crossing",
 }
+SETTINGS = {"hybrid + rerank@20": "cosine + BM25 (convex) + rerank@20"}
+"""a measured cell's leading "SETTING:" -> the results setting all its bench figures must come from"""
 SPEED = "ms per question on 2 cores"
 """a QA speed file's `kalbert qa predict` time for the row's folder"""
+RERANK_SPEED = "ms p95 per query reranking 20 on 2 cores"
+"""the rerank latency file's p95 at depth 20 for the row's folder, its fastest backend"""
 WEIGHTS = "model.safetensors"
 """the file a shipped model's size figures describe (what transformers and sentence-transformers load)"""
 DTYPES = {"float16": "F16", "float32": "F32"}
+RECIPE_RUN = "recipe run on 2 cores"
+"""the column that sets each model recipe's latest 2-core run beside the shipped folder, from the record it links"""
 
 
 def _table() -> list[dict[str, str]]:
@@ -94,13 +101,26 @@ def _figures(cell: str) -> list[tuple[str, float, int, str]]:
     return found
 
 
+def _setting(cell: str) -> tuple[str | None, str]:
+    """(the results setting a measured cell's "SETTING:" names, or None; the cell without it)."""
+    for written, setting in SETTINGS.items():
+        if cell.startswith(f"{written}:"):
+            return setting, cell[len(written) + 1:]
+    return None, cell
+
+
 def _recorded(row: dict[str, str], label: str, language: str) -> list[float]:
     """The values the row's records hold for ``label``; a label no named metric stands for fails."""
     records = _records(row)
+    setting = _setting(row["measured"])[0]
     if label in BENCH:
         task, split, metric = BENCH[label]
         return [r["value"] for record in records for r in record.get("results", [])
-                if (r["task"], r["split"], r["metric"]) == (task, split, metric)]
+                if (r["task"], r["split"], r["metric"]) == (task, split, metric)
+                and setting in (None, r["setting"])]
+    if label == RERANK_SPEED:
+        return [r["p95_ms"] for record in records for r in record.get("rows", [])
+                if r.get("model") == row["folder"].strip("`") and r["depth"] == 20 and record["threads"] == 2]
     if label == SPEED:
         return [r["ms_per_question"]["kalbert qa predict"] for record in records for r in record.get("rows", [])
                 if r["model"] == row["folder"].strip("`") and record["threads"] == 2]
@@ -113,7 +133,7 @@ def _recorded(row: dict[str, str], label: str, language: str) -> list[float]:
 
 @pytest.mark.parametrize("row", _table(), ids=lambda row: row["folder"].strip("`"))
 def test_each_figure_is_the_named_metric_of_the_records_the_row_names(row):
-    figures = _figures(row["measured"])
+    figures = _figures(_setting(row["measured"])[1])
     assert figures, row["measured"]
     for label, figure, decimals, language in figures:
         values = _recorded(row, label, language)
@@ -177,10 +197,39 @@ def test_each_size_figure_is_counted_from_the_folder(row):
 def test_a_shipped_models_records_name_its_current_weights(row):
     current = weights_sha256(_folder(row))
     assert current and WEIGHTS in current
+    reranker = json.loads((_folder(row) / "kalbert.json").read_text(encoding="utf-8"))["kind"] == "reranker"
     for path, record in zip(_record_paths(row), _records(row), strict=True):
-        named = [record.get("weights_sha256")] if "results" in record else [
-            r.get("weights_sha256") for r in record["rows"] if r["model"] == row["folder"].strip("`")]
+        if "results" not in record:
+            named = [r.get("weights_sha256") for r in record["rows"] if r["model"] == row["folder"].strip("`")]
+        elif reranker:  # a first stage's file: its reranked records name the reranker's weights
+            named = [r["rerank"].get("weights_sha256") for r in record["results"] if "rerank" in r]
+        else:
+            named = [record.get("weights_sha256")]
         assert named and all(n == current for n in named), f"{path.name} does not name the weights of {row['folder']}"
+
+
+def _numbers(record: Any) -> list[float]:
+    """Every number a run record holds: its values, and the figures its text states ("about 7.0 hours")."""
+    if isinstance(record, dict):
+        return [n for key, value in record.items() for n in _numbers(key) + _numbers(value)]
+    if isinstance(record, list):
+        return [n for value in record for n in _numbers(value)]
+    if isinstance(record, str):
+        return [float(figure) for figure in re.findall(r"\d+\.\d+", record)]
+    return [float(record)] if isinstance(record, (int, float)) and not isinstance(record, bool) else []
+
+
+@pytest.mark.parametrize("row", [row for row in _table() if row["folder"].startswith("`models/")],
+                         ids=lambda row: row["folder"].strip("`"))
+def test_each_recipe_run_figure_is_in_the_record_its_cell_links(row):
+    cell = row[RECIPE_RUN]
+    links = re.findall(r"\]\((benchmarks/results/[^)]+\.json)\)", cell)
+    assert links, f"{row['folder']}: its {RECIPE_RUN!r} cell links no results file"
+    numbers = [n for link in links for n in _numbers(json.loads((ROOT / link).read_text(encoding="utf-8")))]
+    for figure in re.findall(r"\d+\.\d+", re.sub(r"\]\([^)]*\)", "]", cell)):
+        decimals = len(figure.split(".")[1])
+        assert any(round(n, decimals) == float(figure) for n in numbers), (
+            f"{row['folder']}: {RECIPE_RUN} {figure} is in no record its cell links")
 
 
 def test_the_shipped_models_name_their_recipe():

@@ -11,6 +11,7 @@ stage measured on its own output ("Measured metrics", a QA card's "Results"): th
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from kalbert.bench.results import ResultsFile, read_results
@@ -35,10 +36,20 @@ def read_scored(paths: Iterable[str | Path]) -> dict[Path, ResultsFile]:
 
 
 def records_of(folder: str | Path, scored: dict[Path, ResultsFile]) -> list[tuple[Path, ResultsFile]]:
-    """The results files in ``scored`` that scored the weights ``folder`` holds now, by path."""
+    """The results files in ``scored`` that scored the weights ``folder`` holds now, by path: a sentence model's
+    whole file, a reranker's reranked records (each names the reranker's weights beside the first stage's)."""
     current = weights_sha256(folder)
-    return sorted((item for item in scored.items() if current and item[1].weights_sha256 == current),
-                  key=lambda item: item[0].as_posix())
+    if not current:
+        return []
+    found = []
+    for path, results in scored.items():
+        if results.weights_sha256 == current:
+            found.append((path, results))
+            continue
+        reranked = [r for r in results.results if (r.get("rerank") or {}).get("weights_sha256") == current]
+        if reranked:
+            found.append((path, replace(results, results=reranked)))
+    return sorted(found, key=lambda item: item[0].as_posix())
 
 
 def _value(value: float | None) -> str:

@@ -39,6 +39,7 @@ from kalbert.ranking import convex_fusion, reciprocal_rank_fusion, top_k
 from kalbert.rerank.candidates import Scorer, rerank
 from kalbert.teachers.encoders import RoleEncoder, dense_vectors
 from kalbert.text.lexical import BM25Index
+from kalbert.weights import weights_sha256
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,8 @@ class Rerank:
 
     scorer: Scorer
     depth: int = 20
+    weights_sha256: dict[str, str] | None = None
+    """the reranker folder's weights (:func:`kalbert.weights.weights_sha256`), which each reranked record names"""
 
 
 def rerank_setting(first_stage: str, depth: int) -> str:
@@ -159,16 +162,20 @@ def rerank_setting(first_stage: str, depth: int) -> str:
     return f"{first_stage} + rerank@{depth}"
 
 
-def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ranking: np.ndarray, reranker: Scorer,
-                     depth: int, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ranking: np.ndarray, reranking: Rerank,
+                     extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Records of ``task``'s reported split with ``ranking`` (its first stage's, named ``first_stage``) reranked at
     ``depth`` (:func:`kalbert.rerank.candidates.rerank`: the top ``depth`` reordered, the rest kept, nothing added;
     published reranker figures such as KURE's put the gold passage into the candidates, these do not), with the
     reranking latency beside the scores. The reranker reads the texts as ``data`` holds them (DRCD as published)."""
     started = time.perf_counter()
+    reranker, depth = reranking.scorer, reranking.depth
     hits_before = getattr(reranker, "hits", 0)
-    result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth)
-    how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False}
+    result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth,
+                    progress=f"{task.name}: {rerank_setting(first_stage, depth)}")
+    how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False,
+           "first_stage_weight": getattr(reranker, "first_stage_weight", 0.0),
+           "weights_sha256": reranking.weights_sha256}
     if getattr(reranker, "hits", 0) == hits_before:
         how["latency_ms_per_query"] = result.latency_ms()
     else:  # some pairs were scored for an earlier first stage: its timings would flatter
@@ -190,8 +197,9 @@ def load_rerank(model: str | None, depth: int) -> Rerank | None:
     if model is None:
         return None
     check_depth(depth, TOP, "candidates a first stage keeps")
-    scorer = QASpanScorer(model.removeprefix(QA_SPAN)) if model.startswith(QA_SPAN) else load_reranker(model)
-    return Rerank(SharedScores(scorer), depth)
+    folder = model.removeprefix(QA_SPAN)
+    scorer = QASpanScorer(folder) if model.startswith(QA_SPAN) else load_reranker(folder)
+    return Rerank(SharedScores(scorer), depth, weights_sha256(folder))
 
 
 def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,
@@ -208,7 +216,7 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
         records = _record(task, data, encoder.retrieval_setting, ranked, time.perf_counter() - start,
                           {"read_as": lexical_read})
         if rerank:
-            records += reranked_records(task, data, encoder.retrieval_setting, ranked, rerank.scorer, rerank.depth,
+            records += reranked_records(task, data, encoder.retrieval_setting, ranked, rerank,
                                        {"read_as": lexical_read})
         return records
 
@@ -233,7 +241,7 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
     }
     records = _record(task, data, "cosine", model[test], dense_wall, dense_info)
     if rerank:
-        records += reranked_records(task, data, "cosine", model[test], rerank.scorer, rerank.depth, dense_info)
+        records += reranked_records(task, data, "cosine", model[test], rerank, dense_info)
     for setting, (how, fuse) in fusions.items():
         weight, tried = pick_fusion_weight(fuse[val], data.gold[val])
         fusion = {**how, "model_weight": weight, "bm25_weight": round(1.0 - weight, 1),
@@ -243,6 +251,6 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
         fused = fuse[test](weight)
         records += _record(task, data, setting, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion})
         if rerank and setting == FUSED_CONVEX:
-            records += reranked_records(task, data, setting, fused, rerank.scorer, rerank.depth,
+            records += reranked_records(task, data, setting, fused, rerank,
                                         {**dense_info, "fusion": fusion})
     return records

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from kalbert.errors import KalbertError
+from kalbert.ranking import rerank_fusion
 
 
 class Scorer(Protocol):
@@ -35,6 +37,7 @@ class SharedScores:
 
     def __init__(self, scorer: Scorer) -> None:
         self.scorer, self.name = scorer, scorer.name
+        self.first_stage_weight = getattr(scorer, "first_stage_weight", 0.0)
         self.scores: dict[tuple[str, str], float] = {}
         self.hits = 0
 
@@ -74,9 +77,11 @@ class Reranked:
 
 
 def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], reranker: Scorer,
-           depth: int) -> Reranked:
+           depth: int, progress: str | None = None) -> Reranked:
     """``ranking`` (corpus indices per query, best first, -1 padding) with each query's top ``depth`` candidates
-    reordered by ``reranker``'s scores, ties kept in the first stage's order."""
+    reordered by ``reranker``'s scores (fused with their first-stage ranks by its ``first_stage_weight``, where it
+    has one: :func:`kalbert.ranking.rerank_fusion`), ties kept in the first stage's order; ``progress`` names a
+    progress bar."""
     ranking = np.asarray(ranking, dtype=np.int64)
     if ranking.ndim != 2 or len(ranking) != len(queries):
         raise ValueError(f"a ranking of {len(queries)} queries must be [n_queries, width], not {ranking.shape}")
@@ -84,11 +89,12 @@ def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], r
     check_depth(depth, ranking.shape[1], "first-stage candidates per query")
     reranked = ranking.copy()
     seconds = np.zeros(len(queries))
-    for q, query in enumerate(queries):
+    for q, query in enumerate(tqdm(queries, desc=progress, unit="query", disable=progress is None)):
         head = ranking[q, :depth]
         head = head[head >= 0]
         started = time.perf_counter()
         scores = reranker.score(query, [corpus[i] for i in head])
         seconds[q] = time.perf_counter() - started
-        reranked[q, : len(head)] = head[np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")]
+        fused = rerank_fusion(scores, getattr(reranker, "first_stage_weight", 0.0))
+        reranked[q, : len(head)] = head[np.argsort(-fused, kind="stable")]
     return Reranked(reranked, seconds)

@@ -29,6 +29,22 @@ def _train_table(sets: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _token_limit(record: dict[str, Any]) -> int:
+    """Tokens a plain CrossEncoder or transformers load reads of a pair."""
+    return record.get("token_limit", record["max_seq_length"])
+
+
+def _reading(record: dict[str, Any]) -> str:
+    """How the evaluation read a passage longer than a pair."""
+    evaluation = record["evaluation"]
+    windows, weight = evaluation.get("windows"), evaluation.get("first_stage_weight")
+    reading = (f"long passages read in windows of {windows['tokens']} tokens (stride {windows['stride']}), the best "
+               "window scoring" if windows else f"pairs cut to {record['max_seq_length']} tokens")
+    if weight:
+        reading += f", ranked by the standardised score - {weight} x ln(1 + first-stage rank)"
+    return reading
+
+
 def _export_note(record: dict[str, Any]) -> str:
     """What `kalbert rerank export` changed: float16 storage, ONNX files."""
     storage, onnx = record.get("weights_storage"), record.get("onnx")
@@ -61,7 +77,7 @@ tags: [cross-encoder, reranker, {record['model_type']}, kalbert]
 
 Reads a question and a passage together and scores how well the passage answers it: raw logits, higher is more
 relevant. `{record['architecture']}` with one output, {record['parameters'] / 1e6:.1f}M parameters,
-{record['size_mb']} MB of weights, {record['max_seq_length']} tokens per pair (the longer side cut first);
+{record['size_mb']} MB of weights, trained on pairs of {record['max_seq_length']} tokens;
 fine-tuned from `{record['start']}` by kalbert {record['kalbert_version']}.
 
 ```bash
@@ -79,21 +95,29 @@ ranked = model.rank(question, passages)
 ```
 
 or with plain transformers: `AutoTokenizer` and `AutoModelForSequenceClassification` from the folder, the pairs
-tokenized with `truncation=True`, the score is `logits[:, 0]`. In kalbert: `kalbert rerank score --model PATH
---input pairs.jsonl`, or `kalbert.rerank.load_reranker("PATH").score(question, passages)`.
+tokenized with `truncation=True`, the score is `logits[:, 0]`. Those read a pair's first {_token_limit(record)}
+tokens and cut the rest; kalbert reads a longer passage in the windows recorded in kalbert.json and scores its best one
+(the figures on this card): `kalbert rerank score --model PATH --input pairs.jsonl`, or
+`kalbert.rerank.load_reranker("PATH").score(question, passages)`.
 
-## Measured
+## Results
+
+Not scored on test yet: `kalbert bench run --tasks retrieval --rerank-model PATH` does, and `kalbert bench report
+--cards PATH` puts its figures here.
+
+## How it was made
+
+### Selection
 
 The checkpoint of step {record['selected_step']} (of {record['steps']}) had the best mean nDCG@10 on these
 splits, which it was picked on: each question's top {evaluation['depth']} by {evaluation['first_stage']} reranked
-(no gold passage added to the candidates), x100, fp32, on {machine}:
+(no gold passage added to the candidates), x100, {evaluation['precision']}, {_reading(record)}, on {machine}:
 
 {_evaluation_table(evaluation)}
 
-They are selection splits, not test scores: `kalbert bench run --tasks retrieval` scores the reranker on the test
-articles and test carves.
+They are selection splits, not test scores.
 
-## Training
+### Training
 
 {record['train_rows']:,} questions, each with its positive and {config['negatives']} hard negatives from the same
 split ({config['negative_depth']} best of each miner, drawn at random; never a val or test article, never a dev or

@@ -51,8 +51,16 @@ class RerankTrainConfig:
     depth: int = 20
     """First-stage candidates reranked per evaluation question (its top-K); the rest keep their order."""
     max_seq_length: int = 256
-    """Tokens per question + passage pair (the longer side is cut first): cost grows with it, and most QA
-    paragraphs fit in 256."""
+    """Tokens per question + passage pair: cost grows with it. Training cuts a longer pair (the longer side
+    first); scoring reads a longer passage in windows of this many tokens (``window_stride``)."""
+    window_stride: int = 64
+    """Passage tokens shared by consecutive windows when a passage is longer than a pair holds; the passage
+    scores its best window (an answer past the cut is then read). The saved folder records it in kalbert.json;
+    a plain CrossEncoder load reads the first max_position_embeddings tokens instead."""
+    first_stage_weight: float = 0.6
+    """How much of the first stage's order a reranking keeps: the reranker's scores, standardised over a query's
+    candidates, minus this x ln(1 + first-stage rank) rank them (0: its scores alone). Recorded in the folder,
+    which search and the benchmark read. 0.6 was the best of 0, 0.3-1.5 on the val articles and dev carves."""
     max_rows: int | None = None
     """Use at most this many questions of each training set, a seeded sample (None: all)."""
     max_eval_rows: int | None = 200

@@ -114,7 +114,8 @@ def evaluate_sets(reranker: Scorer, sets: list[EvalSet], depth: int) -> tuple[fl
     metrics: dict[str, float] = {}
     for evaluation in sets:
         started = time.perf_counter()
-        reranked = rerank(evaluation.ranking, evaluation.corpus, evaluation.queries, reranker, depth)
+        reranked = rerank(evaluation.ranking, evaluation.corpus, evaluation.queries, reranker, depth,
+                          progress=f"reranking {evaluation.ref}")
         scores = ranking_metrics(reranked.ranking, evaluation.gold)
         metrics[f"{evaluation.ref}_{MAIN_SCORE}"] = round(scores[MAIN_SCORE], 4)
         metrics[f"{evaluation.ref}_mrr_at_10"] = round(scores["mrr_at_10"], 4)

@@ -2,9 +2,11 @@
 reads the QA model's best answer span as relevance.
 
 Both expose the interface search and the benchmarks call: ``.name`` and ``.score(query, passages)`` -> one float
-per passage, higher = more relevant. A reranker reads each pair as ``[CLS] query [SEP] passage [SEP]`` cut to its
-token limit (the longer side first, as sentence-transformers' CrossEncoder cuts it), in batches of pairs of similar
-length, and returns its raw logits: the order is what matters, and logits never tie where a sigmoid saturates.
+per passage, higher = more relevant. A reranker reads each pair as ``[CLS] query [SEP] passage [SEP]`` in batches of
+pairs of similar length and returns its raw logits: the order is what matters, and logits never tie where a sigmoid
+saturates. A passage longer than a pair holds is read in overlapping windows and scores its best one (a kalbert
+reranker records its window in kalbert.json: the length it was trained at); any other CrossEncoder is cut to its
+token limit, the longer side first, as sentence-transformers cuts it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class Reranker:
     """A sequence-classification model with one output and its tokenizer, scoring (query, passage) pairs."""
 
     def __init__(self, name: str, model: Any, tokenizer: Any, max_length: int, bf16: bool = False,
-                 batch_size: int = BATCH_SIZE) -> None:
+                 batch_size: int = BATCH_SIZE, stride: int | None = None, first_stage_weight: float = 0.0) -> None:
         self.name = name
         self.model = model
         """a transformers ...ForSequenceClassification or optimum's ORTModelForSequenceClassification"""
@@ -60,11 +62,20 @@ class Reranker:
         """tokens per pair; longer pairs are cut, the longer side first"""
         self.bf16 = bf16
         self.batch_size = batch_size
+        self.stride = stride
+        """passage tokens that consecutive windows share; None: a long passage is cut, not windowed"""
+        self.first_stage_weight = first_stage_weight
+        """how much of the first stage's order a reranking keeps (:func:`kalbert.ranking.rerank_fusion`)"""
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One float32 score per passage, in the given order; higher = more relevant."""
         check_passages(query, passages)
-        return self.score_pairs([(query, passage) for passage in passages])
+        if self.stride is None or not passages:
+            return self.score_pairs([(query, passage) for passage in passages])
+        owners, texts = passage_windows(self.tokenizer, query, passages, self.max_length, self.stride)
+        scores = np.full(len(passages), -np.inf, dtype=np.float32)
+        np.maximum.at(scores, owners, self.score_pairs([(query, text) for text in texts]))
+        return scores
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Scores of (query, passage) pairs of any queries, batched by length."""
@@ -81,6 +92,29 @@ class Reranker:
                 logits = self.model(**{k: v.to(device) for k, v in inputs.items()}).logits
                 scores[chunk] = logits[:, 0].float().cpu().numpy()
         return scores
+
+
+def passage_windows(tokenizer: Any, query: str, passages: Sequence[str], max_length: int,
+                    stride: int) -> tuple[np.ndarray, list[str]]:
+    """The windows a reranker reads of each passage beside ``query``: (the passage index of each window, its text).
+
+    A pair holds ``max_length`` tokens; the query keeps at most half of them (a longer one is cut when the pair
+    is read), the passage the rest. A passage that fits is one window; a longer one is cut at token boundaries
+    into windows that overlap by ``stride`` tokens (at most half a window), so an answer near a cut is read whole
+    in one of them."""
+    query_tokens = min(len(tokenizer(query, add_special_tokens=False)["input_ids"]), max_length // 2)
+    room = max_length - query_tokens - tokenizer.num_special_tokens_to_add(pair=True)
+    step = room - min(stride, room // 2)
+    encoded = tokenizer(list(passages), add_special_tokens=False, return_offsets_mapping=True)
+    owners: list[int] = []
+    texts: list[str] = []
+    for i, (passage, offsets) in enumerate(zip(passages, encoded["offset_mapping"], strict=True)):
+        starts = range(0, max(1, len(offsets) - room + step), step) if len(offsets) > room else [0]
+        for start in starts:
+            end = min(start + room, len(offsets))
+            owners.append(i)
+            texts.append(passage if len(offsets) <= room else passage[offsets[start][0]: offsets[end - 1][1]])
+    return np.asarray(owners, dtype=np.int64), texts
 
 
 def onnx_file(folder: Path, backend: Backend) -> str:
@@ -115,7 +149,10 @@ def load_reranker(path: str | Path, backend: Backend = "torch", precision: Preci
         raise KalbertError(f"{folder} scores {encoder.num_labels} classes, not one relevance score",
                            "a reranker has num_labels 1")
     model = encoder.model.eval() if backend == "torch" else encoder.model
-    return Reranker(folder.name, model, encoder.tokenizer, encoder.max_seq_length, bf16, batch_size)
+    meta = read_meta(folder)
+    windows = meta.get("windows") or {}
+    return Reranker(folder.name, model, encoder.tokenizer, windows.get("tokens", encoder.max_seq_length), bf16,
+                    batch_size, windows.get("stride"), meta.get("first_stage_weight", 0.0))
 
 
 class QASpanScorer:

@@ -6,13 +6,15 @@ CrossEncoder, whose losses train it: LambdaLoss, MultipleNegativesRankingLoss or
 ``[CLS] question [SEP] passage [SEP]``. Rows are each train question with its positive and hard negatives
 (:mod:`kalbert.rerank.rows`); a batch holds rows of one training set, so Korean and Chinese never meet in a list.
 The house loop (:func:`kalbert.training.train_loop`) runs it: bf16 where native, checkpoints in ``OUT.partial/``
-that a rerun resumes, the best evaluation kept. Each evaluation reranks the first stage's top ``depth`` of the
-eval splits' questions (:mod:`kalbert.rerank.evaluate`) in fp32, as the model is used; their mean nDCG@10 picks.
+that a rerun resumes, the best evaluated kept. Each evaluation reranks the first stage's top ``depth`` of the
+eval splits' questions (:mod:`kalbert.rerank.evaluate`) as the folder is used: long passages in windows, in the
+training precision (what ``load_reranker`` picks on the same CPU); their mean nDCG@10 picks.
 
 The folder is the CrossEncoder as sentence-transformers saves it (config.json, weights, tokenizer files, its
 modules), scoring raw logits (activation Identity), with the start folder's spiece.model (transformers 5 no longer
 writes it) and tokenizer normalizer (a normalized start reads Traditional Chinese), its token limit stored where
-CrossEncoder and a plain tokenizer read it, kalbert.json and a card of the measured figures. It is reloaded both
+CrossEncoder and a plain tokenizer read it, kalbert.json (with the windows kalbert reads long passages in) and a
+card of the measured figures. It is reloaded both
 ways before it appears: ``CrossEncoder(out)`` must give the in-memory scores, and
 ``AutoModelForSequenceClassification`` with ``AutoTokenizer`` the same.
 """
@@ -75,6 +77,12 @@ def _validate(config: RerankTrainConfig, overwrite: bool) -> Path:
         twice = sorted({ref for ref in refs if refs.count(ref) > 1})
         if twice:
             raise KalbertError(f"{flag} names {', '.join(twice)} twice")
+    if config.window_stride < 0:
+        raise KalbertError(f"window stride {config.window_stride} is negative",
+                           "give the passage tokens consecutive windows share, e.g. 64 (0: windows side by side)")
+    if config.first_stage_weight < 0:
+        raise KalbertError(f"first-stage weight {config.first_stage_weight} is negative",
+                           "give 0 (the reranker's scores alone) or more, e.g. 0.6")
     if not 0 < config.negative_margin <= 1:
         raise KalbertError(f"negative margin {config.negative_margin} is not in (0, 1]",
                            "0.99 passes over what the miner scores within 1% of the question's own passage")
@@ -146,7 +154,8 @@ def set_batches(sizes: list[int], batch_size: int, rng) -> list[tuple[int, list[
 def store_token_limit(folder: Path, max_seq_length: int) -> None:
     """The token limit where every loader reads it: tokenizer_config.json (CrossEncoder, AutoTokenizer) and the
     truncation of tokenizer.json (a plain ``tokenizers`` load), the longer side cut first; the start folder's own
-    (a QA model's 384-token, question-kept windows) would otherwise linger there."""
+    (a QA model's 384-token, question-kept windows) would otherwise linger there. A plain load reads as far as
+    the positions reach (kalbert reads long passages in the recorded windows instead)."""
     config_path, fast_path = folder / "tokenizer_config.json", folder / "tokenizer.json"
     settings = json.loads(config_path.read_text(encoding="utf-8"))
     settings.update(model_max_length=max_seq_length, max_length=max_seq_length, stride=0,
@@ -178,7 +187,8 @@ def check_reloads(model: CrossEncoder, folder: Path, atol: float = 1e-4) -> None
             raise RuntimeError(f"{folder} loaded with {way} scores the probes {gap:g} away from the trained model")
 
 
-def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: RerankTrainConfig) -> dict[str, Any]:
+def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: RerankTrainConfig,
+                       precision: str) -> dict[str, Any]:
     rows = []
     for evaluation in sets:
         first = evaluation.first_stage_scores()
@@ -190,7 +200,9 @@ def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: Rera
                                   "mrr_at_10": best[f"{evaluation.ref}_mrr_at_10"],
                                   "ms_per_query": best[f"{evaluation.ref}_ms_per_query"]}})
     return {"first_stage": config.first_stage, "depth": config.depth, "max_rows": config.max_eval_rows,
-            "precision": "fp32", "gold_injected": False, "sets": rows}
+            "precision": precision, "windows": {"tokens": config.max_seq_length, "stride": config.window_stride},
+            "first_stage_weight": config.first_stage_weight,
+            "gold_injected": False, "sets": rows}
 
 
 def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[str, Any]:
@@ -212,7 +224,8 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
     torch.manual_seed(seed)
     model = build_cross_encoder(start, config.max_seq_length)
     loss = make_loss(config, model)
-    scorer = Reranker(Path(config.out).name, model.model, model.tokenizer, config.max_seq_length)
+    scorer = Reranker(Path(config.out).name, model.model, model.tokenizer, config.max_seq_length,
+                      stride=config.window_stride, first_stage_weight=config.first_stage_weight)
 
     def step(batch: tuple[int, list[int]]) -> torch.Tensor:
         rows = [sets[batch[0]].rows[i] for i in batch[1]]
@@ -220,8 +233,7 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         return loss(inputs, labels)
 
     result = train_loop(model, lambda rng: set_batches([len(s.rows) for s in sets], config.loop.batch_size, rng),
-                        step, lambda: evaluate_sets(scorer, evals, config.depth), config.loop, run,
-                        eval_autocast=False)
+                        step, lambda: evaluate_sets(scorer, evals, config.depth), config.loop, run)
     best = result.best
     model.to("cpu")
     summary = {
@@ -234,10 +246,13 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         "model_type": model.model.config.model_type,
         "parameters": sum(p.numel() for p in model.parameters()),
         "max_seq_length": config.max_seq_length,
+        "windows": {"tokens": config.max_seq_length, "stride": config.window_stride},
+        "token_limit": model.model.config.max_position_embeddings,
+        "first_stage_weight": config.first_stage_weight,
         "scores": "raw logits (activation Identity): higher = more relevant",
         "train_sets": [s.record() for s in sets],
         "train_rows": sum(len(s.rows) for s in sets),
-        "evaluation": _evaluation_record(evals, best.metrics, config),
+        "evaluation": _evaluation_record(evals, best.metrics, config, result.precision_record()["precision"]),
         "metrics": [{"data": e.ref, "metric": MAIN_SCORE, "value": best.metrics[f"{e.ref}_{MAIN_SCORE}"] / 100}
                     for e in evals],
         "selected_step": best.step,
@@ -252,7 +267,7 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         model.save(str(folder), create_model_card=False)
         if (start / SPIECE).is_file():  # transformers 5's save_pretrained does not write it
             shutil.copy2(start / SPIECE, folder / SPIECE)
-        store_token_limit(folder, config.max_seq_length)
+        store_token_limit(folder, summary["token_limit"])
         summary["size_mb"] = round(sum(p.stat().st_size for p in folder.glob("*.safetensors")) / 1e6, 1)
         summary = write_record(folder, summary, Kind.RERANKER, [start], languages)
         atomic_write_text(folder / "README.md", render_card(summary))

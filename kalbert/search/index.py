@@ -3,7 +3,8 @@ document, reranked by a cross-encoder) and documents added, replaced and deleted
 
 Queries are encoded by the model that built the index, with its ``query`` prompt; another model or prompt
 is refused before encoding (its vectors would live in another space). Each hit carries the score it was
-ranked by (a cosine, a BM25 score, the hybrid mix or the reranker's score) and the scores behind it.
+ranked by (a cosine, a BM25 score, the hybrid mix or the reranker's score, fused with the first stage's order
+where the reranker records a weight for it) and the scores behind it.
 
 Writes go to the index's change log (:mod:`kalbert.search.changes`) before they are acknowledged and are
 searched at once; ``compact`` folds them into the engine (:mod:`kalbert.search.compact`). A Milvus index
@@ -27,7 +28,7 @@ from kalbert.artifact import Kind, meta_path, read_meta, write_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text
 from kalbert.precision import Precision, autocast, encoding_bf16
-from kalbert.ranking import DENSE_WEIGHT
+from kalbert.ranking import DENSE_WEIGHT, rerank_fusion
 from kalbert.search.base import Base, changes_path, corrupt
 from kalbert.search.build import INDEX_FORMAT
 from kalbert.search.candidates import FUSION_DEPTH, Candidates, Ranked
@@ -66,7 +67,9 @@ class Hit:
     end: int
     metadata: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
-    """``score`` by name first (cosine, bm25, hybrid or rerank), then the scores behind it"""
+    """``score`` by name first (cosine, bm25, hybrid or rerank), then the scores behind it (a reranker that keeps
+    some of the first stage's order, :func:`kalbert.ranking.rerank_fusion`, adds its raw ``cross_encoder``
+    score)"""
 
     @property
     def sentence(self) -> str:
@@ -385,10 +388,12 @@ class Index:
             rows, scores = rows[:rerank_depth], scores[:rerank_depth]
             parts = {name: values[:rerank_depth] for name, values in parts.items()}
             texts = [self._hit(view, candidates, 0, int(row), 0.0, {}).passage for row in rows]
-            scores = rerank_scores(reranker, query, texts)
-            order = np.lexsort((rows, -scores))
-            rows, scores = rows[order], scores[order]
-            parts = {"rerank": scores, **{name: values[order] for name, values in parts.items()}}
+            raw = rerank_scores(reranker, query, texts)
+            fused = rerank_fusion(raw, getattr(reranker, "first_stage_weight", 0.0))
+            order = np.lexsort((rows, -fused))
+            rows, scores = rows[order], fused[order]
+            behind = {"cross_encoder": raw[order]} if getattr(reranker, "first_stage_weight", 0.0) else {}
+            parts = {"rerank": scores, **behind, **{name: values[order] for name, values in parts.items()}}
         hits: list[Hit] = []
         seen: set[Any] = set()
         for i, row in enumerate(rows.tolist()):

@@ -123,7 +123,8 @@ def _hit(hit) -> dict[str, Any]:
 def create_app(service: Service) -> Guard:
     """The application over a loaded :class:`Service` (FastAPI routes inside :class:`Guard`)."""
 
-    batchers = {name: Batcher(served.embed, service.executor, service.settings.batch_size, service.metrics.batch)
+    most = max(service.settings.max_inputs, service.settings.batch_size)  # a take holds what one request may send
+    batchers = {name: Batcher(served.embed, service.executor, most, service.metrics.batch)
                 for name, served in service.models.items()}
 
     @asynccontextmanager

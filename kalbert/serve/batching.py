@@ -1,9 +1,10 @@
 """Dynamic batching: the texts of concurrent requests encoded in one batch, as text-embeddings-inference does.
 
 One worker per model takes whatever requests are waiting when it is free (up to ``max_texts``, a request never
-split), encodes their texts together on the model's thread and hands each request its rows. Nothing waits on
-a timer: one client is encoded at once, and many clients fill each batch with the requests that queued while
-the previous one ran.
+split), encodes their texts together on the model's thread (longest first, a forward pass per
+``--batch-size`` of them, so a pass pads little) and hands each request its rows. Nothing waits on a timer:
+one client is encoded at once, and many clients fill each take with the requests that queued while the
+previous one ran.
 """
 
 from __future__ import annotations

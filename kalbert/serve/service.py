@@ -25,7 +25,6 @@ from kalbert.errors import KalbertError
 from kalbert.precision import autocast, encoding_bf16
 from kalbert.search.index import Index
 from kalbert.search.model import Prompts, check_model, model_prompts
-from kalbert.search.passages import token_counter
 from kalbert.search.reranking import Reranker, default_reranker, load_reranker, reranker_name
 from kalbert.serve.errors import ApiError
 from kalbert.serve.metrics import Metrics
@@ -45,6 +44,8 @@ class ServedModel:
     bf16: bool
     dims: tuple[int, ...]
     """output sizes it was trained for, largest first (Matryoshka prefixes of a static model)"""
+    batch_size: int = 64
+    """texts per forward pass"""
 
     @property
     def prompts(self) -> Prompts:
@@ -52,14 +53,35 @@ class ServedModel:
 
     def encode(self, texts: list[str], prompt: str | None) -> np.ndarray:
         """Unit-length float32 vectors of ``texts`` with the prompt called ``prompt`` (None: none)."""
-        with autocast("cpu", self.bf16):
-            vectors = self.model.encode(texts, prompt_name=prompt, convert_to_numpy=True, normalize_embeddings=True,
-                                        batch_size=len(texts))
-        return np.asarray(vectors, dtype=np.float32)
+        return self.embed(texts, prompt)[0]
 
     def embed(self, texts: list[str], prompt: str | None) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`encode`, and each text's tokens (what an OpenAI response's ``usage`` counts)."""
-        return self.encode(texts, prompt), np.asarray(token_counter(self.model)(texts), dtype=np.int64)
+        """:meth:`encode`, and how many tokens the model read of each text (what an OpenAI response's ``usage``
+        counts), from the one tokenization that encodes them: texts sorted by length and encoded ``batch_size``
+        at a time, as ``SentenceTransformer.encode`` runs, so a batch pads little."""
+        import torch
+
+        prompt_text = self.model.prompts.get(prompt) if prompt else None
+        vectors = np.empty((len(texts), self.dims[0]), dtype=np.float32)
+        tokens = np.empty(len(texts), dtype=np.int64)
+        order = np.argsort([-len(text) for text in texts], kind="stable")
+        with torch.inference_mode(), autocast("cpu", self.bf16):
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start: start + self.batch_size]
+                features = self.model.preprocess([texts[i] for i in rows], prompt=prompt_text)
+                tokens[rows] = _tokens_read(features)
+                embedded = self.model(features)["sentence_embedding"].float()
+                vectors[rows] = torch.nn.functional.normalize(embedded, dim=-1).numpy()
+        return vectors, tokens
+
+
+def _tokens_read(features: dict[str, Any]) -> np.ndarray:
+    """Tokens per text in a batch's model inputs: a transformer's attention mask (prompt and special tokens
+    included), or a static model's bag offsets."""
+    if "attention_mask" in features:
+        return features["attention_mask"].sum(dim=1).numpy()
+    offsets = features["offsets"].numpy()
+    return np.diff(offsets, append=len(features["input_ids"]))
 
 
 def _dims(folder: Path, full: int) -> tuple[int, ...]:
@@ -112,7 +134,8 @@ class Service:
             name = path.name
             if name in models:
                 raise KalbertError(f"two models are named {name!r}", "serve model folders with different names")
-            models[name] = ServedModel(name, path, model, bf16, _dims(path, model.get_embedding_dimension()))
+            models[name] = ServedModel(name, path, model, bf16, _dims(path, model.get_embedding_dimension()),
+                                       settings.batch_size)
             by_path[path] = name
             return name
 

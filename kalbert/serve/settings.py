@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kalbert.search.reranking import RERANK_DEPTH
+
 DEFAULT_PORT = 8000
 
 
@@ -26,7 +28,7 @@ class ServeSettings:
     rerank_model: str | None = None
     """Cross-encoder reranker folder for /rerank and /search (None: models/rerank-ko-zh-small where it exists;
     none: no reranking)."""
-    rerank_depth: int = 50
+    rerank_depth: int = RERANK_DEPTH
     """Retrieved passages the reranker reads per query unless a request says otherwise."""
     max_request_bytes: int = 8 * 1024 * 1024
     """Largest request body accepted (413 above)."""
@@ -41,7 +43,8 @@ class ServeSettings:
     max_k: int = 1000
     """Most hits one query may ask for."""
     batch_size: int = 64
-    """Most texts encoded in one batch (texts of concurrent requests are encoded together up to this)."""
+    """Texts per forward pass. Texts of concurrent requests are encoded together, up to max_inputs at once,
+    longest first, this many at a time."""
     compact_after: int = 50_000
     """Compact an index in the background once this many passages were added or deleted since its engine was
     built (0: never; `kalbert search compact` does it by hand)."""

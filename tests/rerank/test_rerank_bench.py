@@ -78,13 +78,14 @@ def test_the_qa_model_scores_passages_by_its_best_span(tiny_qa_albert):
 
 
 def test_reranked_records_are_retrieval_records_with_the_reranking_beside():
-    from kalbert.bench.retrieval import RetrievalData, reranked_records
+    from kalbert.bench.retrieval import Rerank, RetrievalData, reranked_records
     from kalbert.bench.tasks import TASKS
 
     task = TASKS["korquad-retrieval"]
     data = RetrievalData(CORPUS, ["korquad.json"], {task.split: ["q1", "q2"], task.select_split: []},
                          {task.split: np.array([1, 4]), task.select_split: np.array([], dtype=np.int64)})
-    records = reranked_records(task, data, "BM25", np.array([[0, 2, 1, 3, 4], [4, 3, 2, 1, 0]]), LengthScorer(), 3)
+    records = reranked_records(task, data, "BM25", np.array([[0, 2, 1, 3, 4], [4, 3, 2, 1, 0]]),
+                               Rerank(LengthScorer(), 3))
     by_metric = {r["metric"]: r for r in records}
     assert {r["setting"] for r in records} == {"BM25 + rerank@3"} and by_metric["mrr_at_10"]["value"] == 100.0
     assert by_metric["ndcg_at_10"]["rerank"]["depth"] == 3 and not by_metric["ndcg_at_10"]["rerank"]["gold_injected"]

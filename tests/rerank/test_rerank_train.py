@@ -28,7 +28,7 @@ def test_the_folder_loads_with_crossencoder_and_transformers(tiny_reranker):
     with torch.inference_mode():
         plain = model(**inputs).logits[:, 0].numpy()
     assert model.config.num_labels == 1 and np.allclose(ours, plain, atol=1e-5)
-    assert (tiny_reranker / "spiece.model").is_file() and tokenizer.model_max_length == 48
+    assert (tiny_reranker / "spiece.model").is_file() and tokenizer.model_max_length == 128  # the positions
 
 
 def test_the_record_and_card_say_what_was_measured(tiny_reranker):
@@ -41,7 +41,8 @@ def test_the_record_and_card_say_what_was_measured(tiny_reranker):
     card = (tiny_reranker / "README.md").read_text(encoding="utf-8")
     assert "korquad:val" in card and "rerank@5" in card and meta["command"] in card
     truncation = json.loads((tiny_reranker / "tokenizer.json").read_text(encoding="utf-8"))["truncation"]
-    assert truncation == {"direction": "Right", "max_length": 48, "strategy": "LongestFirst", "stride": 0}
+    assert truncation == {"direction": "Right", "max_length": 128, "strategy": "LongestFirst", "stride": 0}
+    assert meta["windows"] == {"tokens": 48, "stride": 64} and meta["first_stage_weight"] == 0.6
 
 
 def test_load_reranker_scores_as_crossencoder_predicts(tiny_reranker):

@@ -190,6 +190,11 @@ def test_reranking_reorders_the_retrieved_passages(built):
     with pytest.raises(KalbertError, match="reranker folder .* not found"):
         index.query("x", rerank="no/such/reranker")
 
+    reranker.first_stage_weight = 0.6  # a reranker that keeps some of the first stage's order
+    fused = index.query("양파를 썰고", k=3, mode="dense", rerank=reranker, rerank_depth=5).hits[0]
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    assert all(list(h.scores)[:2] == ["rerank", "cross_encoder"] for h in fused)
+
 
 def test_cli_add_delete_query_file_and_compact(index_folder, tmp_path, capsys, monkeypatch):
     new = tmp_path / "new.jsonl"
