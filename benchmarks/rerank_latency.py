@@ -7,11 +7,12 @@ For each validation question of KorQuAD and CMRC 2018 (``korquad:val``, ``cmrc20
 ``--queries`` each, never a test question), BM25 ranks the val and train articles' paragraphs and the reranker
 scores the top K, one query at a time as a search does (all K pairs in one call). Per backend: PyTorch fp32,
 PyTorch bf16 where the CPU has native bf16, and the ONNX fp32 and int8 files (exported into a temporary copy with
-`kalbert rerank export --onnx --int8` when the folder has none and the ONNX packages are installed). Each query is
-timed alone after a warm-up; p50/p95 are over the questions of both sets. The same reranked lists give nDCG@10 and
-MRR@10, so a faster backend or a shallower depth shows what it costs. ``--qa-model`` also times the zero-shot
-baseline (the QA model's best answer-span probability as relevance). Writes ``rerank_latency.{json,md}`` to
-``--out-dir`` (benchmarks/results), with the CPU, the torch threads and the load average before and after.
+`kalbert rerank export --onnx --int8` when the folder has none and the ONNX packages are installed); ``--backends``
+picks some. Each query is timed alone after a warm-up; p50/p95 are over the questions of both sets. The same
+reranked lists give nDCG@10 and MRR@10, so a faster backend or a shallower depth shows what it costs.
+``--qa-model`` also times the zero-shot baseline (the QA model's best answer-span probability as relevance).
+Writes ``rerank_latency.{json,md}`` to ``--out-dir`` (benchmarks/results), with the CPU, the torch threads and the
+load average before and after.
 """
 
 from __future__ import annotations
@@ -56,15 +57,22 @@ def _onnx_folder(model: Path, scratch: Path) -> Path | None:
     return scratch / "onnx-copy"
 
 
-def _scorers(model: Path, qa_model: Path | None, scratch: Path) -> dict[str, tuple[object, Path]]:
+BACKENDS = ("torch fp32", "torch bf16", "onnx fp32", "onnx int8")
+
+
+def _scorers(model: Path, qa_model: Path | None, scratch: Path,
+             backends: list[str]) -> dict[str, tuple[object, Path]]:
     """Each backend's scorer and the folder whose weights it runs (an ONNX copy runs the model's)."""
-    scorers: dict[str, tuple[object, Path]] = {"torch fp32": (load_reranker(model, "torch", "fp32"), model)}
-    if native_bf16("cpu"):
+    scorers: dict[str, tuple[object, Path]] = {}
+    if "torch fp32" in backends:
+        scorers["torch fp32"] = (load_reranker(model, "torch", "fp32"), model)
+    if "torch bf16" in backends and native_bf16("cpu"):
         scorers["torch bf16"] = (load_reranker(model, "torch", "bf16"), model)
-    onnx = _onnx_folder(model, scratch)
+    onnx = _onnx_folder(model, scratch) if {"onnx fp32", "onnx int8"} & set(backends) else None
     if onnx is not None:
-        scorers["onnx fp32"] = (load_reranker(onnx, "onnx"), model)
-        scorers["onnx int8"] = (load_reranker(onnx, "onnx-int8"), model)
+        for backend, name in (("onnx fp32", "onnx"), ("onnx int8", "onnx-int8")):
+            if backend in backends:
+                scorers[backend] = (load_reranker(onnx, name), model)
     if qa_model is not None:
         scorers["QA best span (zero-shot)"] = (QASpanScorer(qa_model, precision="fp32"), qa_model)
     return scorers
@@ -95,6 +103,9 @@ def main() -> None:
     parser.add_argument("--depths", type=int, nargs="+", default=[20], help="candidates reranked per query")
     parser.add_argument("--queries", type=int, default=200, help="val questions timed per set")
     parser.add_argument("--qa-model", type=Path, help="also time the QA model's best span as the zero-shot baseline")
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS), metavar="BACKEND",
+                        help=f"which to time: {', '.join(repr(b) for b in BACKENDS)} (default: all; torch bf16 only "
+                             "where the CPU has native bf16)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42, help="picks the question sample")
     parser.add_argument("--quick", action="store_true", help="8 questions per set: a check that it runs")
@@ -107,7 +118,7 @@ def main() -> None:
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
-        scorers = _scorers(args.model, args.qa_model, Path(scratch))
+        scorers = _scorers(args.model, args.qa_model, Path(scratch), args.backends)
         for depth in args.depths:
             for backend, (scorer, folder) in scorers.items():
                 rows.append({"backend": backend, "model": folder.as_posix(), "weights_sha256": weights_sha256(folder),

@@ -37,16 +37,18 @@ def read_scored(paths: Iterable[str | Path]) -> dict[Path, ResultsFile]:
 
 def records_of(folder: str | Path, scored: dict[Path, ResultsFile]) -> list[tuple[Path, ResultsFile]]:
     """The results files in ``scored`` that scored the weights ``folder`` holds now, by path: a sentence model's
-    whole file, a reranker's reranked records (each names the reranker's weights beside the first stage's)."""
+    whole file, a reranker's reranked records (each names the reranker's weights beside the first stage's). A file
+    with reranked records is the reranker's: its first stage's own figures are in that model's own file."""
     current = weights_sha256(folder)
     if not current:
         return []
     found = []
     for path, results in scored.items():
-        if results.weights_sha256 == current:
+        reranked = [r for r in results.results if "rerank" in r]
+        if results.weights_sha256 == current and not reranked:
             found.append((path, results))
             continue
-        reranked = [r for r in results.results if (r.get("rerank") or {}).get("weights_sha256") == current]
+        reranked = [r for r in reranked if r["rerank"].get("weights_sha256") == current]
         if reranked:
             found.append((path, replace(results, results=reranked)))
     return sorted(found, key=lambda item: item[0].as_posix())

@@ -155,6 +155,8 @@ class Rerank:
     depth: int = 20
     weights_sha256: dict[str, str] | None = None
     """the reranker folder's weights (:func:`kalbert.weights.weights_sha256`), which each reranked record names"""
+    precision: str = "fp32"
+    """what the reranker computes in (bf16 where the CPU has it natively: scores differ a little by CPU)"""
 
 
 def rerank_setting(first_stage: str, depth: int) -> str:
@@ -175,7 +177,7 @@ def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ran
                     progress=f"{task.name}: {rerank_setting(first_stage, depth)}")
     how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False,
            "first_stage_weight": getattr(reranker, "first_stage_weight", 0.0),
-           "weights_sha256": reranking.weights_sha256}
+           "precision": reranking.precision, "weights_sha256": reranking.weights_sha256}
     if getattr(reranker, "hits", 0) == hits_before:
         how["latency_ms_per_query"] = result.latency_ms()
     else:  # some pairs were scored for an earlier first stage: its timings would flatter
@@ -199,13 +201,15 @@ def load_rerank(model: str | None, depth: int) -> Rerank | None:
     check_depth(depth, TOP, "candidates a first stage keeps")
     folder = model.removeprefix(QA_SPAN)
     scorer = QASpanScorer(folder) if model.startswith(QA_SPAN) else load_reranker(folder)
-    return Rerank(SharedScores(scorer), depth, weights_sha256(folder))
+    precision = "bf16" if getattr(scorer, "bf16", False) else "fp32"
+    return Rerank(SharedScores(scorer), depth, weights_sha256(folder), precision)
 
 
 def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,
                        progress: bool = True, rerank: Rerank | None = None) -> list[dict[str, Any]]:
     """Records of ``encoder`` on a retrieval task: a lexical baseline's own ranking, or a dense model's cosine
-    ranking and its fusion with BM25; with ``rerank``, each of those rankings reranked too."""
+    ranking and its fusion with BM25; with ``rerank``, each of those rankings reranked too (a dense model's run
+    reranks BM25's own ranking as well: the three first stages of one reranker, from one set of pair scores)."""
     start = time.perf_counter()
     test, val = task.split, task.select_split
     depth = min(DEPTH, len(data.corpus))
@@ -240,8 +244,7 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
                        {split: convex(queries[split] @ passages.T, bm25_scores[split]) for split in (val, test)}),
     }
     records = _record(task, data, "cosine", model[test], dense_wall, dense_info)
-    if rerank:
-        records += reranked_records(task, data, "cosine", model[test], rerank, dense_info)
+    first_stages = {"cosine": (model[test], dense_info)}
     for setting, (how, fuse) in fusions.items():
         weight, tried = pick_fusion_weight(fuse[val], data.gold[val])
         fusion = {**how, "model_weight": weight, "bm25_weight": round(1.0 - weight, 1),
@@ -250,7 +253,11 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
                  task.dataset, val)
         fused = fuse[test](weight)
         records += _record(task, data, setting, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion})
-        if rerank and setting == FUSED_CONVEX:
-            records += reranked_records(task, data, setting, fused, rerank,
-                                        {**dense_info, "fusion": fusion})
+        if setting == FUSED_CONVEX:
+            first_stages[setting] = (fused, {**dense_info, "fusion": fusion})
+    if rerank:  # the hybrid first (its latency is timed; the others reuse many of its pair scores), then BM25's
+        first_stages["BM25"] = (bm25[test][:, :TOP], {"read_as": lexical_read})
+        for setting in (FUSED_CONVEX, "BM25", "cosine"):
+            ranking, extra = first_stages[setting]
+            records += reranked_records(task, data, setting, ranking, rerank, extra)
     return records

@@ -164,6 +164,7 @@ class QASpanScorer:
 
         self.qa = QAModel(path, precision)
         self.name = f"{Path(path).name} (best answer span)"
+        self.bf16 = self.qa.bf16
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         check_passages(query, passages)

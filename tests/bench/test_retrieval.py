@@ -153,6 +153,36 @@ def test_prompts_are_used_when_the_model_has_them(qa_root, prompted_static, tmp_
     assert {r["max_seq_length"] for r in records} == {None}  # a static model reads every token
 
 
+class _LengthScorer:
+    """Scores a passage by its length, and counts the pairs it read."""
+
+    name = "length"
+
+    def __init__(self) -> None:
+        self.pairs = 0
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        self.pairs += len(passages)
+        return np.array([len(p) for p in passages], dtype=np.float32)
+
+
+def test_a_dense_models_reranked_run_reranks_its_three_first_stages_from_one_set_of_pair_scores(
+        qa_root, prompted_static, tmp_path):
+    from kalbert.bench.retrieval import Rerank
+    from kalbert.rerank.candidates import SharedScores
+
+    task = get_task("korquad-retrieval")
+    scorer = _LengthScorer()
+    records = evaluate_retrieval(load_encoder(str(prompted_static)), task, load_retrieval(task),
+                                 cache_dir=str(tmp_path / "cache"), rerank=Rerank(SharedScores(scorer), depth=3))
+    reranked = {r["setting"]: r["rerank"] for r in records if "rerank" in r}
+    assert set(reranked) == {f"{stage} + rerank@3" for stage in (FUSED_CONVEX, "BM25", "cosine")}
+    assert "latency_ms_per_query" in reranked[f"{FUSED_CONVEX} + rerank@3"]  # reranked first: its timing is clean
+    n = next(r["n"] for r in records)
+    assert scorer.pairs < 3 * 3 * n  # a pair two first stages share is scored once
+    assert all(how["first_stage"] in setting and how["precision"] == "fp32" for setting, how in reranked.items())
+
+
 def test_a_teacher_baseline_uses_its_prompts_too(prompted_static):
     from kalbert.teachers.encoders import load_teacher_encoder
 
