@@ -389,10 +389,11 @@ class Index:
             parts = {name: values[:rerank_depth] for name, values in parts.items()}
             texts = [self._hit(view, candidates, 0, int(row), 0.0, {}).passage for row in rows]
             raw = rerank_scores(reranker, query, texts)
-            fused = rerank_fusion(raw, getattr(reranker, "first_stage_weight", 0.0))
+            weight = getattr(reranker, "first_stage_weight", 0.0)
+            fused = rerank_fusion(raw, weight)
             order = np.lexsort((rows, -fused))
             rows, scores = rows[order], fused[order]
-            behind = {"cross_encoder": raw[order]} if getattr(reranker, "first_stage_weight", 0.0) else {}
+            behind = {"cross_encoder": raw[order]} if weight else {}
             parts = {"rerank": scores, **behind, **{name: values[order] for name, values in parts.items()}}
         hits: list[Hit] = []
         seen: set[Any] = set()
