@@ -3,18 +3,19 @@
     .venv/bin/python benchmarks/serve_load.py            # 10^5 passages: benchmarks/results/serve_load.{json,md}
     .venv/bin/python benchmarks/serve_load.py --small    # 2,000 passages, a smoke test: outputs/serve_load_small.*
 
-For each model (models/static-ko-zh-48k, models/sbert-ko-zh-retrieval): an index of the first --passages
-passages of kowiki and zh-clue documents, taken in turn (--passage-tokens 256, BM25 beside; built once under
---work and reused), then `kalbert serve` on it as its own process, the seconds from its start to its first
-/search answer recorded. Clients: 1, 8 and 32 at once (asyncio + httpx in this process, one keep-alive
-connection each, each sending its next request when the last is answered), a bounded number of requests per
-level. Search: hybrid, k=10, over KorQuAD and CMRC 2018 test questions (half each, never indexed), query
-encoding included. Embeddings: /v1/embeddings with --embed-batch passages of the index per request. Each gives
-requests/s (texts/s), p50 and p99 latency. Then the server stops and the same index, opened in this process
-(`open_index`, faiss on one thread as in the server), answers the same questions one at a time, and the
-model encodes the same passages in batches of the server's --batch-size: the overhead ratios are server p50 /
-in-process p50 at one client and server texts/s at 8 clients / in-process texts/s. The clients share the CPU
-with the server, as on any one machine.
+For each model (models/static-ko-zh-48k, models/sbert-ko-zh-retrieval): an index of the first --passages passages of
+kowiki and zh-clue documents, taken in turn (--passage-tokens 256, BM25 beside; built once under --work and reused),
+then `kalbert serve` on it as its own process, the seconds from its start to its first /search answer recorded.
+Clients: 1, 8 and 32 at once (in this process, one keep-alive HTTP/1.1 connection each on asyncio streams, a client
+that costs the shared CPUs little, as wrk does; each sends its next request when the last is answered and checks
+every answer), at least --requests requests and --seconds seconds per level (a few requests are over in a fraction
+of a second, too short for a steady rate). Search: hybrid, k=10, over KorQuAD and CMRC 2018 test questions (half
+each, never indexed), query encoding included. Embeddings: /v1/embeddings with --embed-batch passages of the index
+per request. Each gives requests/s (texts/s), p50 and p99 latency. Then the server stops and the same index, opened
+in this process (`open_index`, faiss on one thread as in the server), answers the same questions one at a time, and
+the model encodes the same passages in batches of the server's --batch-size for --seconds: the overhead ratios are
+server p50 / in-process p50 at one client and server texts/s at 8 clients / in-process texts/s. The clients share
+the CPU with the server, as on any one machine.
 Records the command, the hardware block (CPU, instruction sets) and the load average before and after.
 """
 
@@ -134,41 +135,96 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p99_ms": round(float(np.percentile(ms, 99)), 2)}
 
 
-async def _load(url: str, path: str, bodies: list[dict[str, Any]], clients: int) -> tuple[list[float], float]:
-    """Send ``bodies`` from ``clients`` clients at once; (each request's seconds, the wall seconds)."""
-    import httpx
+class _Connection:
+    """One keep-alive HTTP/1.1 connection that sends ready-made POST requests and reads each answer by its
+    Content-Length. httpx spends a few milliseconds of Python per request, and the clients share the server's 2
+    CPUs: at 8 clients they took about half of them (py-spy, stop 85), so the test measured its clients. A load
+    generator should cost the machine little, as wrk does; every answer is still checked."""
 
+    def __init__(self, url: str) -> None:
+        self.host, self.port = url.removeprefix("http://").split(":")
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> _Connection:
+        self.reader, self.writer = await asyncio.open_connection(self.host, int(self.port))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+    def request(self, path: str, body: dict[str, Any]) -> bytes:
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        return (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+
+    async def post(self, request: bytes) -> tuple[int, bytes]:
+        self.writer.write(request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+        length = next((int(v) for k, v in headers.items() if k.lower() == "content-length"), None)
+        if length is None:
+            raise RuntimeError(f"an answer without Content-Length: {lines[0]}")
+        return int(lines[0].split(" ", 2)[1]), await self.reader.readexactly(length)
+
+
+def _answered(path: str, body: dict[str, Any], status: int, answer: bytes) -> None:
+    """Raise unless the server answered ``body`` in full: one result per query, one vector per text."""
+    if status != 200:
+        raise RuntimeError(f"{path} answered {status}: {answer[:200]!r}")
+    found = json.loads(answer)
+    sent = body.get("input", body.get("query"))
+    wanted = len(sent) if isinstance(sent, list) else 1
+    got = len(found["data"] if path == "/v1/embeddings" else found["results"])
+    if got != wanted:
+        raise RuntimeError(f"{path} answered {got} results for {wanted} inputs")
+
+
+async def _load(url: str, path: str, bodies: list[dict[str, Any]], clients: int,
+                seconds: float = 0.0) -> tuple[list[float], float]:
+    """Send ``bodies`` from ``clients`` connections at once, each sending its next request when the last is
+    answered, and go on cycling them until ``seconds`` have passed: (each request's seconds, the wall seconds)."""
     latencies: list[float] = []
-    queue = list(reversed(bodies))
+    sent = 0
+    started = time.perf_counter()
+
+    def next_body() -> dict[str, Any] | None:
+        nonlocal sent
+        if sent >= len(bodies) and time.perf_counter() - started >= seconds:
+            return None
+        sent += 1
+        return bodies[(sent - 1) % len(bodies)]
 
     async def client() -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as session:
-            while queue:
-                body = queue.pop()
+        async with _Connection(url) as connection:
+            while (body := next_body()) is not None:
+                request = connection.request(path, body)
                 begin = time.perf_counter()
-                response = await session.post(path, json=body)
+                status, answer = await connection.post(request)
                 latencies.append(time.perf_counter() - begin)
-                if response.status_code != 200:
-                    raise RuntimeError(f"{path} answered {response.status_code}: {response.text[:200]}")
+                _answered(path, body, status, answer)
 
-    started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     return latencies, time.perf_counter() - started
 
 
 def run_load(url: str, path: str, bodies: list[dict[str, Any]], clients: int, texts_per_request: int,
-             warm: int) -> dict[str, Any]:
+             warm: int, seconds: float) -> dict[str, Any]:
     asyncio.run(_load(url, path, bodies[:warm], min(clients, warm)))
     before = load_average()
-    latencies, wall = asyncio.run(_load(url, path, bodies, clients))
-    return {"endpoint": path, "clients": clients, "requests": len(bodies), **percentiles(latencies),
-            "requests_per_s": round(len(bodies) / wall, 2),
-            "texts_per_s": round(len(bodies) * texts_per_request / wall, 1),
+    latencies, wall = asyncio.run(_load(url, path, bodies, clients, seconds))
+    return {"endpoint": path, "clients": clients, "requests": len(latencies), **percentiles(latencies),
+            "seconds": round(wall, 1), "requests_per_s": round(len(latencies) / wall, 2),
+            "texts_per_s": round(len(latencies) * texts_per_request / wall, 1),
             "load_average_before": before, "load_average_after": load_average()}
 
 
-def in_process(index_folder: Path, queries: list[str], texts: list[str], batch_size: int) -> dict[str, Any]:
-    """The same questions through the Python API, one at a time, and the same passages encoded in batches."""
+def in_process(index_folder: Path, queries: list[str], texts: list[str], batch_size: int,
+               seconds: float) -> dict[str, Any]:
+    """The same questions through the Python API, one at a time, and the same passages encoded in batches, over
+    and over for ``seconds`` as the server was loaded."""
     import faiss
 
     from kalbert.precision import autocast
@@ -178,21 +234,22 @@ def in_process(index_folder: Path, queries: list[str], texts: list[str], batch_s
     faiss.omp_set_num_threads(1)  # as the server runs it: one query at a time gains nothing from more
     index = open_index(index_folder)
     index.warm_up()
-    seconds = []
+    seconds_each = []
     for query in queries:
         begin = time.perf_counter()
         index.query(query, k=10, mode="hybrid")
-        seconds.append(time.perf_counter() - begin)
+        seconds_each.append(time.perf_counter() - begin)
     model, prompt = index.model, model_prompts(index.model).passage_name
-    best = float("inf")
+    encoded, spent = 0, 0.0
     with autocast("cpu", index.bf16):  # the precision the server encodes in
         model.encode(texts[:batch_size], prompt_name=prompt, batch_size=batch_size, normalize_embeddings=True)
-        for _ in range(3):
+        while spent < seconds or not encoded:
             begin = time.perf_counter()
             model.encode(texts, prompt_name=prompt, batch_size=batch_size, normalize_embeddings=True)
-            best = min(best, time.perf_counter() - begin)
-    return {"search": {**percentiles(seconds), "requests_per_s": round(len(queries) / sum(seconds), 2)},
-            "encode_texts_per_s": round(len(texts) / best, 1)}
+            spent += time.perf_counter() - begin
+            encoded += len(texts)
+    return {"search": {**percentiles(seconds_each), "requests_per_s": round(len(queries) / sum(seconds_each), 2)},
+            "encode_texts_per_s": round(encoded / spent, 1), "encode_seconds": round(spent, 1)}
 
 
 def measure(model: Path, corpus: Path, args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
@@ -206,13 +263,13 @@ def measure(model: Path, corpus: Path, args: argparse.Namespace, queries: list[s
         for clients in CLIENTS:
             count = max(args.requests, clients * args.per_client)
             search = [{"query": queries[i % len(queries)], "k": 10, "mode": "hybrid"} for i in range(count)]
-            rows.append(run_load(url, "/search", search, clients, 1, len(queries) // 4))
+            rows.append(run_load(url, "/search", search, clients, 1, len(queries) // 4, args.seconds))
             embed = [{"input": [texts[(i * args.embed_batch + j) % len(texts)] for j in range(args.embed_batch)],
                       "model": model.name, "encoding_format": "base64"} for i in range(max(count // 4, clients * 4))]
-            rows.append(run_load(url, "/v1/embeddings", embed, clients, args.embed_batch, 8))
+            rows.append(run_load(url, "/v1/embeddings", embed, clients, args.embed_batch, 8, args.seconds))
     finally:
         stop_server(process)
-    local = in_process(folder, queries, texts, args.batch_size)
+    local = in_process(folder, queries, texts, args.batch_size, args.seconds)
     at = {(row["endpoint"], row["clients"]): row for row in rows}
     return {"model": model.name, "index": str(folder), "passages": args.passages, "startup_seconds": round(startup, 2),
             "rows": rows, "in_process": local,
@@ -238,8 +295,9 @@ def markdown(report: dict[str, Any]) -> str:
              f"{report['passages']:,} passages per index; {describe_cpu(report['hardware'])}, "
              f"{report['hardware'].get('usable_cpus')} usable CPUs; load average (1 min) before/after: "
              f"{report['load_average_before']} -> {report['load_average_after']}. Search: hybrid, k=10, query "
-             f"encoding included; embeddings: {report['embed_batch']} passages per request. Clients run in the "
-             "benchmark's process on the same CPUs as the server.", "",
+             f"encoding included; embeddings: {report['embed_batch']} passages per request; each level runs "
+             f"{report['seconds']} s at least. Clients (lean asyncio HTTP/1.1 connections) run in the benchmark's "
+             "process on the same CPUs as the server.", "",
              "| model | endpoint | clients | requests/s | texts/s | p50 ms | p99 ms | load before -> after |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for result in report["models"]:
@@ -269,6 +327,8 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200, help="test questions sent as queries")
     parser.add_argument("--requests", type=int, help="search requests per level at least (default 200; --small 40)")
     parser.add_argument("--per-client", type=int, default=10, help="search requests per client at least")
+    parser.add_argument("--seconds", type=float, help="each level (and the in-process encoding) runs this long at "
+                                                      "least, the requests cycled (default 10; --small 1)")
     parser.add_argument("--embed-batch", type=int, default=32,
                         help="passages per /v1/embeddings request (clients that embed documents send many: "
                              "LlamaIndex 100, LangChain up to 1000)")
@@ -281,6 +341,7 @@ def main() -> None:
     args = parser.parse_args()
     args.passages = args.passages or (2000 if args.small else 100_000)
     args.requests = args.requests or (40 if args.small else 200)
+    args.seconds = args.seconds if args.seconds is not None else (1.0 if args.small else 10.0)
     args.questions = min(args.questions, 40) if args.small else args.questions
     out = Path(args.out or (ROOT / "outputs" / "serve_load_small" if args.small
                             else Path(__file__).parent / "results" / "serve_load"))
@@ -289,7 +350,8 @@ def main() -> None:
     write_corpus(corpus, args.passages)
     queries = questions(args.questions)
     report: dict[str, Any] = {"command": shlex.join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
-                              "passages": args.passages, "embed_batch": args.embed_batch, "clients": list(CLIENTS),
+                              "passages": args.passages, "embed_batch": args.embed_batch, "seconds": args.seconds,
+                              "clients": list(CLIENTS),
                               "questions": len(queries), "hardware": hardware_block(),
                               "load_average_before": load_average(), "note": args.note}
     for model in MODELS:  # every index before any measurement: the in-process runs set OpenMP to one thread
