@@ -36,7 +36,8 @@ from kalbert.data.formats import json_value
 from kalbert.data.script import read_as, reads_simplified, to_simplified
 from kalbert.errors import KalbertError
 from kalbert.ranking import convex_fusion, reciprocal_rank_fusion, top_k
-from kalbert.rerank.candidates import Scorer, rerank
+from kalbert.rerank.candidates import rerank
+from kalbert.search.reranking import Reranker, first_stage_weight
 from kalbert.teachers.encoders import RoleEncoder, dense_vectors
 from kalbert.text.lexical import BM25Index
 from kalbert.weights import weights_sha256
@@ -151,7 +152,7 @@ def _record(task: BenchTask, data: RetrievalData, setting: str, ranked: np.ndarr
 class Rerank:
     """A reranker and how deep it reorders each first stage's candidates."""
 
-    scorer: Scorer
+    scorer: Reranker
     depth: int = 20
     weights_sha256: dict[str, str] | None = None
     """the reranker folder's weights (:func:`kalbert.weights.weights_sha256`), which each reranked record names"""
@@ -176,7 +177,7 @@ def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ran
     result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth,
                     progress=f"{task.name}: {rerank_setting(first_stage, depth)}")
     how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False,
-           "first_stage_weight": getattr(reranker, "first_stage_weight", 0.0),
+           "first_stage_weight": first_stage_weight(reranker),
            "precision": reranking.precision, "weights_sha256": reranking.weights_sha256}
     if getattr(reranker, "hits", 0) == hits_before:
         how["latency_ms_per_query"] = result.latency_ms()

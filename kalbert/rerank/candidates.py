@@ -13,21 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from kalbert.errors import KalbertError
 from kalbert.ranking import rerank_fusion
-
-
-class Scorer(Protocol):
-    """A reranker (:class:`kalbert.rerank.model.Reranker`) or the zero-shot QA scorer: higher = more relevant."""
-
-    name: str
-
-    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
+from kalbert.search.reranking import Reranker, first_stage_weight
 
 
 class SharedScores:
@@ -35,9 +27,9 @@ class SharedScores:
     benchmark (cosine and its fusion with BM25 share most of their top 20) score each pair once. Its timings then
     cover only the pairs it had not seen: ``hits`` says whether a reranking reused any."""
 
-    def __init__(self, scorer: Scorer) -> None:
+    def __init__(self, scorer: Reranker) -> None:
         self.scorer, self.name = scorer, scorer.name
-        self.first_stage_weight = getattr(scorer, "first_stage_weight", 0.0)
+        self.first_stage_weight = first_stage_weight(scorer)
         self.scores: dict[tuple[str, str], float] = {}
         self.hits = 0
 
@@ -76,7 +68,7 @@ class Reranked:
         return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2)}
 
 
-def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], reranker: Scorer,
+def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], reranker: Reranker,
            depth: int, progress: str | None = None) -> Reranked:
     """``ranking`` (corpus indices per query, best first, -1 padding) with each query's top ``depth`` candidates
     reordered by ``reranker``'s scores (fused with their first-stage ranks by its ``first_stage_weight``, where it
@@ -95,6 +87,6 @@ def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], r
         started = time.perf_counter()
         scores = reranker.score(query, [corpus[i] for i in head])
         seconds[q] = time.perf_counter() - started
-        fused = rerank_fusion(scores, getattr(reranker, "first_stage_weight", 0.0))
+        fused = rerank_fusion(scores, first_stage_weight(reranker))
         reranked[q, : len(head)] = head[np.argsort(-fused, kind="stable")]
     return Reranked(reranked, seconds)

@@ -22,9 +22,10 @@ from kalbert.data.registry import assert_selectable
 from kalbert.data.script import reads_simplified, to_simplified
 from kalbert.errors import KalbertError
 from kalbert.ranking import ranking_metrics, top_k
-from kalbert.rerank.candidates import Scorer, check_depth, rerank
+from kalbert.rerank.candidates import check_depth, rerank
 from kalbert.rerank.config import BM25
 from kalbert.rerank.rows import KINDS, LEXICAL_LANGUAGES
+from kalbert.search.reranking import Reranker
 
 TOP = 100
 """first-stage candidates kept per question: the deepest cut-off scored (recall@100)"""
@@ -109,7 +110,7 @@ def load_eval_set(ref: str, first_stage: str, depth: int, max_rows: int | None, 
     return EvalSet(f"{name}:{split}", queries, corpus, gold_kept, ranking, n_split)
 
 
-def evaluate_sets(reranker: Scorer, sets: list[EvalSet], depth: int) -> tuple[float, dict[str, float]]:
+def evaluate_sets(reranker: Reranker, sets: list[EvalSet], depth: int) -> tuple[float, dict[str, float]]:
     """The mean nDCG@10 of ``sets`` reranked at ``depth``, and each split's nDCG@10, MRR@10 and ms per question."""
     metrics: dict[str, float] = {}
     for evaluation in sets:

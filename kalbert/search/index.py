@@ -39,7 +39,14 @@ from kalbert.search.documents import Document
 from kalbert.search.engines import FAISS_ENGINES
 from kalbert.search.filters import check_fields, parse_filter
 from kalbert.search.model import check_identity, check_model, check_query_side, model_prompts
-from kalbert.search.reranking import RERANK_DEPTH, Reranker, load_reranker, rerank_scores, reranker_name
+from kalbert.search.reranking import (
+    RERANK_DEPTH,
+    Reranker,
+    first_stage_weight,
+    load_reranker,
+    rerank_scores,
+    reranker_name,
+)
 from kalbert.search.writes import check_documents, encode_documents
 from kalbert.sentence.encoder import load_sentence_model
 from kalbert.teachers.encoders import token_limit
@@ -389,7 +396,7 @@ class Index:
             parts = {name: values[:rerank_depth] for name, values in parts.items()}
             texts = [self._hit(view, candidates, 0, int(row), 0.0, {}).passage for row in rows]
             raw = rerank_scores(reranker, query, texts)
-            weight = getattr(reranker, "first_stage_weight", 0.0)
+            weight = first_stage_weight(reranker)
             fused = rerank_fusion(raw, weight)
             order = np.lexsort((rows, -fused))
             rows, scores = rows[order], fused[order]

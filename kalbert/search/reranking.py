@@ -8,6 +8,7 @@ pass per passage, so only the first ``rerank_depth`` retrieved passages are read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,11 +23,19 @@ measured at (the cost grows with it, one model pass per passage window)"""
 
 
 class Reranker(Protocol):
-    """What reranking needs: higher scores for passages more relevant to the query."""
+    """What reranking needs: higher scores for passages more relevant to the query. A trained reranker
+    (:class:`kalbert.rerank.model.Reranker`), the zero-shot QA scorer, or a user's own object; one may also carry a
+    ``first_stage_weight`` (:func:`first_stage_weight`)."""
 
     name: str
 
-    def score(self, query: str, passages: list[str]) -> np.ndarray: ...
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
+def first_stage_weight(reranker: Any) -> float:
+    """How much the first stage's rank counts beside ``reranker``'s scores (:func:`kalbert.ranking.rerank_fusion`):
+    the weight it was chosen with, or 0 for a reranker without one (its scores alone order the passages)."""
+    return float(getattr(reranker, "first_stage_weight", 0.0))
 
 
 def default_reranker() -> Path | None:
