@@ -74,12 +74,15 @@ def write_corpus(path: Path, documents: int) -> None:
 
 
 def index_for(model: Path, corpus: Path, passages: int, work: Path) -> Path:
-    """The index of ``model`` over the corpus's first ``passages`` passages, built once."""
+    """The index of ``model`` over the corpus's first ``passages`` passages, built once, and again when the model's
+    weights have changed since (the server refuses an index built by other weights)."""
     from kalbert.artifact import read_meta
     from kalbert.search import SearchBuildConfig, build_index
+    from kalbert.search.model import check_model, model_hash
 
     out = work / f"{model.name}-{passages}"
-    if read_meta(out).get("passages") == passages:
+    built = read_meta(out)
+    if built.get("passages") == passages and model_hash(built["model"]) == model_hash(check_model(model)):
         return out
     build_index(SearchBuildConfig(corpus=[str(corpus)], out=str(out), model=str(model), lexical="bm25",
                                   max_passages=passages), overwrite=True)
