@@ -59,6 +59,22 @@ def test_load_reranker_scores_as_crossencoder_predicts(tiny_reranker):
     assert reranker.score("서울은?", []).shape == (0,)
 
 
+def test_bf16_casts_the_weights_once_and_keeps_scores_close(tiny_reranker, fake_cpu):
+    """Native bf16: the weights are cast at load (no autocast per layer); scores stay near fp32's."""
+    import torch
+
+    from kalbert.rerank import load_reranker
+
+    fake_cpu({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
+    reranker = load_reranker(tiny_reranker)
+    assert reranker.bf16 and reranker.model.dtype == torch.bfloat16
+    exact = load_reranker(tiny_reranker, precision="fp32").score("서울은 어느 나라의 도시인가?", PASSAGES)
+    scores = reranker.score("서울은 어느 나라의 도시인가?", PASSAGES)
+    assert scores.dtype == np.float32 and np.allclose(scores, exact, atol=0.1)
+    fake_cpu({"avx2", "fma"})
+    assert load_reranker(tiny_reranker).model.dtype == torch.float32
+
+
 def test_a_crossencoder_folder_made_elsewhere_is_a_reranker(tiny_reranker, tmp_path):
     copy = tmp_path / "plain"
     shutil.copytree(tiny_reranker, copy)

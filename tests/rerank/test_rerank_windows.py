@@ -18,26 +18,32 @@ def _tokenizer(folder):
     return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
 
 
-def _tokens(tokenizer, text: str) -> int:
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+def _passage_part(window: list[int], types: list[int]) -> list[int]:
+    """The passage's tokens of a pair: the second segment without its closing separator."""
+    return [token for token, kind in zip(window, types, strict=True) if kind == 1][:-1]
 
 
 def test_a_passage_that_fits_is_one_window_and_a_long_one_overlapping_windows_that_cover_it(tiny_reranker):
     tokenizer = _tokenizer(tiny_reranker)
-    owners, texts = passage_windows(tokenizer, "서울은 어디인가?", ["짧은 문장이다.", LONG], max_length=48, stride=8)
-    assert owners[0] == 0 and texts[0] == "짧은 문장이다." and (owners[1:] == 1).all() and len(texts) > 3
-    windows = texts[1:]
-    room = 48 - _tokens(tokenizer, "서울은 어디인가?") - 3
-    assert all(_tokens(tokenizer, w) <= room + 1 for w in windows)
-    assert LONG.startswith(windows[0]) and LONG.endswith(windows[-1])
-    for earlier, later in zip(windows, windows[1:], strict=False):  # consecutive windows share their edge
-        assert LONG.index(later) < LONG.index(earlier) + len(earlier)
+    query = "서울은 어디인가?"
+    owners, windows = passage_windows(tokenizer, query, ["짧은 문장이다.", LONG], max_length=48, stride=8)
+    assert owners.tolist()[0] == 0 and (owners[1:] == 1).all() and len(owners) > 3
+    assert windows["input_ids"][0] == tokenizer(query, "짧은 문장이다.")["input_ids"]  # as the pair reads whole
+    parts = [_passage_part(ids, types) for ids, types in zip(windows["input_ids"][1:], windows["token_type_ids"][1:],
+                                                              strict=True)]
+    assert all(len(ids) <= 48 for ids in windows["input_ids"])
+    whole = tokenizer(LONG, add_special_tokens=False)["input_ids"]
+    assert parts[0] == whole[: len(parts[0])] and parts[-1] == whole[-len(parts[-1]):]
+    for earlier, later in zip(parts, parts[1:], strict=False):  # consecutive windows share 8 tokens
+        assert earlier[-8:] == later[:8]
+    assert sum(len(part) for part in parts) - 8 * (len(parts) - 1) == len(whole)  # every token read, once per edge
 
 
 def test_a_long_query_keeps_at_most_half_the_pair(tiny_reranker):
     tokenizer = _tokenizer(tiny_reranker)
-    _, texts = passage_windows(tokenizer, LONG, [LONG], max_length=48, stride=64)
-    assert all(_tokens(tokenizer, w) >= 48 // 2 - 3 - 1 for w in texts[:-1])
+    _, windows = passage_windows(tokenizer, LONG, [LONG], max_length=48, stride=64)
+    assert all(types.count(0) - 2 <= 48 // 2 for types in windows["token_type_ids"])
+    assert all(len(ids) == 48 for ids in windows["input_ids"][:-1])
 
 
 def test_a_windowed_reranker_scores_a_passage_by_its_best_window(tiny_reranker):
@@ -46,9 +52,10 @@ def test_a_windowed_reranker_scores_a_passage_by_its_best_window(tiny_reranker):
     reranker = load_reranker(tiny_reranker, precision="fp32")
     assert reranker.stride == 64 and reranker.max_length == 48
     reranker.stride = 8
-    owners, texts = passage_windows(reranker.tokenizer, "서울은?", [LONG], 48, 8)
-    each = reranker.score_pairs([("서울은?", text) for text in texts])
-    assert np.isclose(reranker.score("서울은?", [LONG])[0], each.max(), atol=1e-5)
+    _, windows = passage_windows(reranker.tokenizer, "서울은?", [LONG], 48, 8)
+    each = [reranker.score_encoded({key: [value[i]] for key, value in windows.items()})[0]
+            for i in range(len(windows["input_ids"]))]
+    assert len(each) > 3 and np.isclose(reranker.score("서울은?", [LONG])[0], max(each), atol=1e-5)
 
 
 def test_fusion_keeps_the_first_stage_order_where_the_reranker_barely_separates():
