@@ -139,7 +139,11 @@ def train_sentence_model(config: SentenceTrainConfig, overwrite: bool = False) -
     evaluators = [dev_evaluator(ref, config.loop.batch_size) for ref in eval_refs]
     dev = SequentialEvaluator(evaluators, main_score_function=np.mean)  # several dev splits: their mean picks
 
+    evaluated = False
+
     def evaluate() -> tuple[float, dict[str, float]]:
+        nonlocal evaluated
+        evaluated = True
         metrics = {k: float(v) for k, v in dev(model).items()}
         return metrics.pop(dev.primary_metric), metrics
 
@@ -149,6 +153,8 @@ def train_sentence_model(config: SentenceTrainConfig, overwrite: bool = False) -
     if result.best is None:
         raise KalbertError(f"training collapsed before any healthy evaluation "
                            f"({result.history[-1].collapse.describe()})", f"nothing was written; try: {ADVICE}")
+    if not evaluated:  # resumed at its last checkpoint: one pass names each split's metric (its scores are unused)
+        evaluate()
     test = {ref: evaluate_sts(model, ref, config.loop.batch_size) for ref in test_refs}
 
     source = Path(config.model)

@@ -108,3 +108,20 @@ def test_a_rerun_with_other_settings_is_refused(tiny_sbert, tiny_data, tmp_path,
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "other settings (lr 0.001 -> 0.002)" in error
     assert (tmp_path / "sts.partial" / "state.pt").is_file() and not out.exists()
+
+
+def test_a_run_that_dies_writing_its_folder_finishes_from_its_last_checkpoint(tiny_sbert, tiny_data, tmp_path,
+                                                                              monkeypatch):
+    from kalbert.sentence import train as sentence_train
+
+    out = tmp_path / "sts"
+    args = ["sbert", "train", "--model", str(tiny_sbert), "--train", "korsts", "--out", str(out), "--batch-size", "8",
+            "--max-steps", "4", "--eval-steps", "2", "--checkpoint-steps", "1"]
+    with monkeypatch.context() as patch:
+        patch.setattr(sentence_train, "save_sentence_model", lambda *a, **k: os.kill(os.getpid(), signal.SIGINT))
+        assert main(args) != 0  # interrupted after the last checkpoint, before the folder is written
+    assert _checkpoint_step(tmp_path / "sts.partial" / "state.pt") == 4 and not out.exists()
+    assert main(args) == 0
+    meta = json.loads((out / "kalbert.json").read_text())
+    assert [m["data"] for m in meta["metrics"] if m["stage"] == "sts"] == ["korsts:dev"]
+    assert not (tmp_path / "sts.partial").exists()
