@@ -110,6 +110,10 @@ def test_a_rerun_with_other_settings_is_refused(tiny_sbert, tiny_data, tmp_path,
     assert (tmp_path / "sts.partial" / "state.pt").is_file() and not out.exists()
 
 
+def _interrupt(*args, **kwargs) -> None:
+    raise KeyboardInterrupt  # as Ctrl-C would land; a raised signal is ignored where CI runs in the background
+
+
 def test_a_run_that_dies_writing_its_folder_finishes_from_its_last_checkpoint(tiny_sbert, tiny_data, tmp_path,
                                                                               monkeypatch):
     from kalbert.sentence import train as sentence_train
@@ -118,7 +122,7 @@ def test_a_run_that_dies_writing_its_folder_finishes_from_its_last_checkpoint(ti
     args = ["sbert", "train", "--model", str(tiny_sbert), "--train", "korsts", "--out", str(out), "--batch-size", "8",
             "--max-steps", "4", "--eval-steps", "2", "--checkpoint-steps", "1"]
     with monkeypatch.context() as patch:
-        patch.setattr(sentence_train, "save_sentence_model", lambda *a, **k: os.kill(os.getpid(), signal.SIGINT))
+        patch.setattr(sentence_train, "save_sentence_model", _interrupt)
         assert main(args) != 0  # interrupted after the last checkpoint, before the folder is written
     assert _checkpoint_step(tmp_path / "sts.partial" / "state.pt") == 4 and not out.exists()
     assert main(args) == 0
