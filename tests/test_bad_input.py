@@ -162,6 +162,14 @@ def test_negative_learning_rate_is_refused_before_the_model_loads(tmp_path, caps
     assert not (tmp_path / "x").exists()
 
 
+def test_a_repeat_of_a_set_not_trained_on_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("kalbert.sentence.train.load_sentence_model", lambda *a, **k: pytest.fail("model loaded"))
+    _refused(["sbert", "train", "--model", str(ROOT / "models/sbert-ko-zh-small"), "--train", "korsts",
+              "--repeat", "answers-ko=3", "--out", str(tmp_path / "x")], capsys,
+             "answers-ko is not among the training sets")
+    assert not (tmp_path / "x").exists()
+
+
 def test_probabilities_are_refused_out_of_range(tmp_path, capsys):
     _refused(["data", "build", "--vocab", str(ROOT / "vocab/ko-32k"), "--inputs", "kowiki", "--heldout-fraction",
               "1.5", "--out", str(tmp_path / "d")], capsys, "from 0 to 1")

@@ -17,7 +17,7 @@ from kalbert.rows.config import RowsConfig
 from kalbert.rows.negatives import MinedNegatives, NegativeMiner
 from kalbert.rows.pairs import graded_pairs, nli_rows, paraphrase_rows, translation_pairs
 from kalbert.rows.question_passages import question_passage_rows
-from kalbert.rows.references import FILE, TrainingRef
+from kalbert.rows.references import FILE, TrainingRef, repeat_counts
 from kalbert.rows.sets import GradedPairs, RankedRows, RowSet
 from kalbert.rows.teacher_scores import TeacherScores
 
@@ -35,9 +35,11 @@ class TrainingRows:
         return {} if self.mined is None else {"mined_negatives": [report.record() for report in self.mined]}
 
 
-def refuse_leaks(refs: list[TrainingRef], config: RowsConfig, evaluated: list[str], role: str) -> None:
-    """A one-line error when a teacher or a pair file's grader was trained on a split ``evaluated`` (as ``role``,
-    e.g. "--eval") scores: rows they pick or grade would carry it into training."""
+def check_rows(refs: list[TrainingRef], config: RowsConfig, evaluated: list[str], role: str) -> None:
+    """What the rows settings can get wrong, each in one line, before a model or teacher loads: a ``--repeat`` that
+    names no training set, or a teacher or a pair file's grader trained on a split ``evaluated`` (as ``role``, e.g.
+    "--eval") scores: rows they pick or grade would carry it into training."""
+    repeat_counts(config.repeat, refs)
     teachers = [t for t in (config.negative_miner, config.score_teacher) if t]
     for source in [*teachers, *(ref.name for ref in refs if ref.split == FILE)]:
         refuse_trained_on(source, evaluated, role)
@@ -62,7 +64,8 @@ def training_rows(refs: list[TrainingRef], config: RowsConfig, limit: int | None
     rows' negatives mined by ``config.negative_miner`` and their vectors from ``config.score_teacher`` when named.
     ``limit`` keeps the first rows of each set (of a ranked set, that many with a hard negative and that many
     without); ``languages`` are the model's, which parallel sets pair; teachers encode ``batch_size`` texts at a
-    time."""
+    time. Sets that ``config.repeat`` names hold their rows that many times."""
+    repeats = repeat_counts(config.repeat, refs)
     miner = (NegativeMiner(config.negative_miner, config.negative_margin, batch_size)
              if config.negative_miner else None)
     scores = TeacherScores(config.score_teacher, config.score_temperature, batch_size) if config.score_teacher else None
@@ -81,5 +84,5 @@ def training_rows(refs: list[TrainingRef], config: RowsConfig, limit: int | None
                 rows.teacher = scores.row_vectors(rows, ref.lang or "")
         if not len(rows):
             raise KalbertError(f"{rows.label} has no rows to train on")
-        sets.append(rows)
+        sets.append(rows.repeated(repeats[ref]) if ref in repeats else rows)
     return TrainingRows(sets, None if miner is None else miner.reports)

@@ -7,7 +7,7 @@ Every verb that trains on rows nests one as ``rows``; its settings are flags and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 PairLoss = Literal["mnrl", "graded"]
@@ -41,3 +41,6 @@ class RowsConfig:
     corpus_rows: int = CORPUS_ROWS
     """Rows a corpus in the training sets gives (a sentence against the rest of its paragraph, the inverse cloze
     task), sampled as corpus distillation samples paragraphs; a verb's --max-rows, where it has one, caps them too."""
+    repeat: list[str] = field(default_factory=list)
+    """Training sets whose rows an epoch holds more than once, as SET=N (e.g. answers-ko=3): a small set weighs more
+    among the batches without capping the others; the rows --max-rows keeps are the ones repeated."""

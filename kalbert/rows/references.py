@@ -3,7 +3,8 @@ any row is read.
 
 An entry is a registered set with an optional split (``korsts``, ``kornli:dev``, ``answers-ko``; the split defaults
 to train, a corpus's to all) or a graded-pair file of one's own (``kalbert sbert mine`` writes them). Evaluation
-splits, and a split the run also evaluates, are refused here in one line, so no verb can train on one.
+splits, and a split the run also evaluates, are refused here in one line, so no verb can train on one. A
+``--repeat SET=N`` entry names one of them the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from kalbert.data import get_spec, parse_ref, training_split
 from kalbert.data.heldout import is_pairs_file
 from kalbert.data.registry import assert_trainable
+from kalbert.errors import KalbertError
 
 FILE = "file"
 """the split of a reference that is a graded-pair file, not a registered data set"""
@@ -65,3 +67,21 @@ def resolve_refs(refs: list[str], kinds: tuple[str, ...], flag: str, evaluated: 
         name, split = training_split(ref, kinds, flag, evaluated)
         resolved.append(TrainingRef(name, split, trains_as(name), get_spec(name).lang))
     return resolved
+
+
+def repeat_counts(entries: list[str], refs: list[TrainingRef]) -> dict[TrainingRef, int]:
+    """``--repeat`` entries (``SET=N``, the set named as in ``--train``, its split optional) -> how many times each
+    of ``refs`` named repeats its rows; one-line errors for a malformed entry or a set not trained on."""
+    counts: dict[TrainingRef, int] = {}
+    for entry in entries:
+        name, _, times = entry.rpartition("=")
+        if not name or not times.isdigit() or int(times) < 1:
+            raise KalbertError(f"--repeat {entry}: expected SET=N with N a whole number >= 1",
+                               "e.g. --repeat answers-ko=3")
+        named = [ref for ref in refs if name in (ref.name, ref.label)]
+        if not named:
+            trained = ", ".join(ref.label for ref in refs) or "none"
+            raise KalbertError(f"--repeat {entry}: {name} is not among the training sets ({trained})",
+                               "name a set that --train lists")
+        counts |= dict.fromkeys(named, int(times))
+    return counts

@@ -32,6 +32,10 @@ class GradedPairs:
     def __len__(self) -> int:
         return len(self.scores)
 
+    def repeated(self, times: int) -> GradedPairs:
+        """Every pair ``times`` times, in order."""
+        return GradedPairs(self.ref, self.left * times, self.right * times, np.tile(self.scores, times))
+
 
 @dataclass
 class RankedRows:
@@ -55,6 +59,11 @@ class RankedRows:
 
     def __len__(self) -> int:
         return len(self.anchors)
+
+    def repeated(self, times: int) -> RankedRows:
+        """Every row ``times`` times, in order, teacher vectors included."""
+        return RankedRows(self.ref, self.anchors * times, self.positives * times, self.negatives * times, self.roles,
+                          None if self.teacher is None else [np.tile(vectors, (times, 1)) for vectors in self.teacher])
 
     def capped(self, limit: int | None) -> RankedRows:
         """The first ``limit`` rows with a hard negative and the first ``limit`` without, in their order (the two

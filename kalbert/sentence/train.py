@@ -23,7 +23,7 @@ from kalbert.artifact import Kind, folder_languages, is_sentence_model, read_met
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
 from kalbert.lineage import refuse_trained_on
-from kalbert.rows.build import refuse_leaks, training_rows
+from kalbert.rows.build import check_rows, training_rows
 from kalbert.rows.references import ROW_KINDS, resolve_refs
 from kalbert.rows.sets import GradedPairs, RankedRows, RowSet
 from kalbert.sentence.card import add_metric, add_stage, new_meta
@@ -123,7 +123,7 @@ def train_sentence_model(config: SentenceTrainConfig, overwrite: bool = False) -
         raise KalbertError("no training data", "pass --train, e.g. --train korsts")
     test_refs = [":".join(parse_sts_ref(ref)) for ref in config.test]
     refuse_trained_on(config.model, eval_refs + test_refs, "--eval/--test")
-    refuse_leaks(refs, config.rows, eval_refs + test_refs, "--eval/--test")
+    check_rows(refs, config.rows, eval_refs + test_refs, "--eval/--test")
     if config.rows.score_teacher and config.mini_batch_size:
         raise KalbertError("--score-teacher and --mini-batch-size cannot be combined",
                            "drop --mini-batch-size: score distillation encodes the whole batch at once")

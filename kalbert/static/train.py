@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from kalbert.artifact import Kind
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_json, refuse_existing_output
-from kalbert.rows.build import refuse_leaks, training_rows
+from kalbert.rows.build import check_rows, training_rows
 from kalbert.rows.references import ROW_KINDS, resolve_refs
 from kalbert.rows.sets import GradedPairs, RankedRows, RowSet
 from kalbert.sentence.card import add_metric, add_stage
@@ -160,7 +160,7 @@ def train_static(config: StaticTrainConfig, overwrite: bool = False) -> tuple[Pa
         raise KalbertError(f"--matryoshka-dims must lie in 1..{static.dim}, got {config.matryoshka_dims}")
     refs = eval_refs(config.eval, meta.get("languages") or [])
     sts = resolve_refs(config.sts, PAIR_KINDS, "--sts", refs)
-    refuse_leaks(sts, config.rows, refs, "--eval")
+    check_rows(sts, config.rows, refs, "--eval")
     pair_rows = training_rows(sts, config.rows, languages=meta.get("languages") or [])
     pairs = pair_rows.sets
     if not refs and not config.corpus:

@@ -11,7 +11,7 @@ import pytest
 
 from kalbert.data import data_path, load_sts
 from kalbert.errors import KalbertError
-from kalbert.rows.build import refuse_leaks, training_rows
+from kalbert.rows.build import check_rows, training_rows
 from kalbert.rows.config import RowsConfig
 from kalbert.rows.references import FILE, ROW_KINDS, resolve_refs, trains_as
 from kalbert.rows.sets import GradedPairs, RankedRows
@@ -132,6 +132,36 @@ def test_a_limit_keeps_the_first_rows_of_each_column_layout(tiny_data):
                 if (n is not None) == has_negative] == first
 
 
+def test_a_repeated_set_holds_its_kept_rows_that_many_times(tiny_data):
+    graded, nli = rows_of(["korsts", "kornli:dev"], limit=3, repeat=["korsts=2"])
+    (once,) = rows_of(["korsts"], limit=3)
+    assert graded.left == once.left * 2 and graded.right == once.right * 2
+    assert np.array_equal(graded.scores, np.tile(once.scores, 2))
+    assert len(nli) == len(rows_of(["kornli:dev"], limit=3)[0])  # a set not named keeps its rows
+
+
+def test_repeated_ranked_rows_keep_their_teacher_vectors_beside_them():
+    ref = resolve_refs(["korquad"], ROW_KINDS, "--train", [])[0]
+    vectors = [np.eye(2, dtype=np.float32) * k for k in (1, 2, 3)]
+    rows = RankedRows(ref, ["q1", "q2"], ["p1", "p2"], ["n1", None], ("query", "document", "document"), vectors)
+    twice = rows.repeated(2)
+    assert twice.anchors == ["q1", "q2", "q1", "q2"] and twice.negatives == ["n1", None, "n1", None]
+    assert all(np.array_equal(v, np.vstack([w, w])) for v, w in zip(twice.teacher, vectors, strict=True))
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("korsts", "expected SET=N"),
+    ("korsts=0", "expected SET=N"),
+    ("korsts=two", "expected SET=N"),
+    ("stsb-zh=2", "stsb-zh is not among the training sets \\(korsts:train\\)"),
+    ("korsts:dev=2", "not among the training sets"),
+])
+def test_a_repeat_that_names_no_training_set_is_refused_before_any_row_is_read(entry, message, monkeypatch):
+    monkeypatch.setattr("kalbert.rows.build._rows", lambda *a: pytest.fail("rows were read"))
+    with pytest.raises(KalbertError, match=message):
+        rows_of(["korsts"], repeat=[entry])
+
+
 @pytest.mark.parametrize(("refs", "evaluated", "message"), [
     (["korsts:test"], [], "evaluation split"),
     (["korquad:test"], [], "evaluation split"),
@@ -153,8 +183,8 @@ def test_a_teacher_trained_on_an_evaluated_split_is_refused(tmp_path):
         "train": ["korsts:dev"]}}]}), encoding="utf-8")
     for settings in ({"negative_miner": str(teacher)}, {"score_teacher": str(teacher)}):
         with pytest.raises(KalbertError, match="which --eval evaluates"):
-            refuse_leaks([], RowsConfig(**settings), ["korsts:dev"], "--eval")
-    refuse_leaks([], RowsConfig(negative_miner=str(teacher)), ["stsb-zh:dev"], "--eval")  # no overlap: no error
+            check_rows([], RowsConfig(**settings), ["korsts:dev"], "--eval")
+    check_rows([], RowsConfig(negative_miner=str(teacher)), ["stsb-zh:dev"], "--eval")  # no overlap: no error
 
 
 def test_a_score_teacher_labels_the_question_passage_rows_it_keeps(tiny_encoder, tiny_qa_data):

@@ -17,7 +17,7 @@ from kalbert.sentence.config import DistillConfig, SentenceTrainConfig
 from kalbert.static.config import StaticTrainConfig
 from kalbert.verbs import command_for
 
-ROWS = {"pair_loss", "negative_miner", "negative_margin", "score_teacher", "score_temperature", "corpus_rows"}
+ROWS = {"pair_loss", "negative_miner", "negative_margin", "score_teacher", "score_temperature", "corpus_rows", "repeat"}
 
 
 @pytest.mark.parametrize("cls", [SentenceTrainConfig, StaticTrainConfig])
@@ -35,11 +35,12 @@ def test_each_verb_keeps_its_own_default_pair_loss():
                                             (StaticTrainConfig, ["static", "train", "--init", "i"])])
 def test_rows_settings_are_the_flags_they_were_and_parse_back(cls, words):
     argv = [*words, "--out", "o", "--negative-miner", "multilingual-e5-small", "--negative-margin", "0.95",
-            "--score-teacher", "e5-folder", "--corpus-rows", "500"]
+            "--score-teacher", "e5-folder", "--corpus-rows", "500", "--repeat", "answers-ko=3", "korsts=2"]
     config = config_from_args(build_parser(argv).parse_args(argv))
     default = cls(words[-1], "o").rows
     assert config.rows == RowsConfig(pair_loss=default.pair_loss, negative_miner="multilingual-e5-small",
-                                     negative_margin=0.95, score_teacher="e5-folder", corpus_rows=500)
+                                     negative_margin=0.95, score_teacher="e5-folder", corpus_rows=500,
+                                     repeat=["answers-ko=3", "korsts=2"])
     command = command_for(config)
     assert "--negative-miner multilingual-e5-small --negative-margin 0.95 --score-teacher e5-folder" in command
     again = shlex.split(command)[1:]
