@@ -16,6 +16,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from kalbert.bench.encoders import Encoder
+from kalbert.bench.finished import FinishedTasks
 from kalbert.bench.metrics import best_threshold_accuracy, choice_accuracy, paired_cosine, pearson, spearman
 from kalbert.bench.results import ResultsFile, library_versions
 from kalbert.bench.retrieval import Rerank, RetrievalData, evaluate_retrieval, load_retrieval
@@ -200,11 +201,14 @@ def evaluate(encoder: Encoder, task: BenchTask, data: TaskData | RetrievalData,
 
 
 def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: float | None = None,
-              cache_dir: str | None = None, rerank: Rerank | None = None) -> ResultsFile:
+              cache_dir: str | None = None, rerank: Rerank | None = None,
+              finished: FinishedTasks | None = None) -> ResultsFile:
     """Evaluate ``encoder`` on ``tasks``.
 
     ``started`` (a ``time.perf_counter()`` value) lets the recorded wall time include model loading;
-    ``cache_dir`` holds retrieval's vectors (:func:`kalbert.teachers.encoders.role_cache_dir` when None).
+    ``cache_dir`` holds retrieval's vectors (:func:`kalbert.teachers.encoders.role_cache_dir` when None);
+    ``finished`` holds the tasks an earlier attempt at this run finished, which are not run again, and keeps
+    each task this one finishes.
     """
     started = time.perf_counter() if started is None else started
     if not getattr(encoder, "cross_lingual", True):
@@ -221,7 +225,13 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
     progress = tqdm(tasks, desc=f"bench {encoder.name}", unit="task")
     for task in progress:
         progress.set_postfix_str(task.name)
-        records += evaluate(encoder, task, data[task.name], cache_dir, rerank)
+        if finished is not None and task.name in finished.records:
+            records += finished.records[task.name]
+            continue
+        task_records = evaluate(encoder, task, data[task.name], cache_dir, rerank)
+        records += task_records
+        if finished is not None:
+            finished.add(task.name, task_records, time.perf_counter() - started)
     return ResultsFile(
         model=encoder.name,
         model_kind=encoder.kind,
@@ -229,7 +239,7 @@ def run_bench(encoder: Encoder, tasks: list[BenchTask], command: str, started: f
         results=records,
         model_path=encoder.path,
         settings=encoder.settings(),
-        wall_seconds=time.perf_counter() - started,
+        wall_seconds=(finished.seconds if finished is not None else 0.0) + time.perf_counter() - started,
         versions=library_versions(),
         hardware=hardware_block(),
     )

@@ -29,8 +29,10 @@ def register(nouns) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from kalbert.bench import load_encoder, run_bench, select_tasks, write_results
+    from kalbert.bench.finished import FinishedTasks, run_key
     from kalbert.bench.retrieval import load_rerank
     from kalbert.lineage import refuse_trained_on
+    from kalbert.weights import weights_sha256
 
     started = time.perf_counter()
     config = config_from_args(args)
@@ -38,9 +40,15 @@ def _run(args: argparse.Namespace) -> int:
     refuse_trained_on(config.model, [f"{task.dataset}:{task.split}" for task in tasks], "the benchmark")
     encoder = load_encoder(config.model, batch_size=config.batch_size, name=config.name, backend=config.backend,
                            precision=config.precision)
-    results = run_bench(encoder, tasks, command_for(config), started=started,
-                        cache_dir=config.cache_dir, rerank=load_rerank(config.rerank_model, config.rerank_depth))
+    rerank = load_rerank(config.rerank_model, config.rerank_depth)
+    command = command_for(config)
+    key = run_key(command, weights_sha256(encoder.path) if encoder.path else None,
+                  rerank.weights_sha256 if rerank else None)
+    finished = FinishedTasks.open(config.out, key)
+    results = run_bench(encoder, tasks, command, started=started, cache_dir=config.cache_dir, rerank=rerank,
+                        finished=finished)
     write_results(config.out, results)
+    finished.remove()
     for record in results.results:
         value = "n/a" if record["value"] is None else f"{record['value']:.2f}"
         setting = "" if record["setting"] in PLAIN_SETTINGS else f"  [{record['setting']}]"

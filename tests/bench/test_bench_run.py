@@ -53,6 +53,47 @@ def test_cli_writes_a_versioned_results_file(tmp_path, capsys):
     assert "klue-sts" in capsys.readouterr().out
 
 
+def test_a_killed_run_resumes_after_its_last_finished_task(tmp_path, monkeypatch, capsys):
+    need("klue-sts", "dev")
+    need("korsts", "test")
+    from kalbert.bench import runner
+
+    out, evaluated = tmp_path / "tfidf.json", []
+    real = runner.evaluate
+
+    def evaluate(encoder, task, *args):
+        evaluated.append(task.name)
+        if len(evaluated) == 2 and not (out.parent / "resume").exists():
+            raise KeyboardInterrupt  # killed during the second task
+        return real(encoder, task, *args)
+
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    argv = ["bench", "run", "--model", "tfidf", "--tasks", "korsts,klue-sts", "--out", str(out)]
+    assert main(argv) == 130  # "interrupted ... rerun the same command to resume"
+    partial = json.loads((tmp_path / "tfidf.json.partial").read_text(encoding="utf-8"))
+    assert list(partial["records"]) == ["korsts"] and not out.exists()
+
+    (out.parent / "resume").touch()
+    evaluated.clear()
+    assert main(argv) == 0
+    assert evaluated == ["klue-sts"]  # the finished task is not run again
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [r["task"] for r in data["results"]] == ["korsts", "korsts", "klue-sts", "klue-sts"]
+    assert data["results"][:2] == partial["records"]["korsts"] and data["wall_seconds"] >= partial["seconds"]
+    assert not (tmp_path / "tfidf.json.partial").exists()
+
+
+def test_another_runs_finished_tasks_are_not_taken(tmp_path):
+    from kalbert.bench.finished import FinishedTasks, run_key
+
+    out = tmp_path / "r.json"
+    FinishedTasks.open(out, run_key("kalbert bench run --model a", None, None)).add("korsts", [{"value": 1}], 5.0)
+    assert FinishedTasks.open(out, run_key("kalbert bench run --model a", None, None)).records == {
+        "korsts": [{"value": 1}]}
+    assert FinishedTasks.open(out, run_key("kalbert bench run --model b", None, None)).records == {}
+    assert FinishedTasks.open(out, run_key("kalbert bench run --model a", {"w": "x"}, None)).records == {}
+
+
 def test_a_folder_that_is_not_a_sentence_model_is_refused(tmp_path, capsys):
     (tmp_path / "config.json").write_text('{"model_type": "albert"}', encoding="utf-8")
     assert main(["bench", "run", "--model", str(tmp_path), "--tasks", "korsts", "--out", str(tmp_path / "r.json")]) == 2
