@@ -60,7 +60,7 @@ TINY: dict[str, list[str]] = {
         "distill_steps=2", *_distill("distill"), *_distill("distill-mse"), f"pair_rows={ROWS}", *_sts("pairs"),
         f"retrieval_rows={ROWS}", "retrieval_steps=2", f"answers_rows={ROWS}", "answers_steps=2",
         *_sts("retrieval"), *_sts("retrieval-scores"), "widen.embedding_size=48", *_sts("retrieval-wide"),
-        *_sts("retrieval-answers")],
+        *_sts("retrieval-answers"), *_sts("retrieval-answers-ko")],
     "static-ko-zh-48k": [
         *_VOCAB, *_TEACHER, "static-init.dim=32", "static-init.max_unknown=0.5", "corpus_sentences=200",
         "pair_epochs=1", "static-corpus.dim=24", "static-corpus.epochs=1", "static-corpus.sts_epochs=1",
