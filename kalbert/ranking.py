@@ -76,30 +76,44 @@ def min_max_rows(scores: np.ndarray) -> np.ndarray:
     return np.divide(scores - low, span, out=np.zeros_like(scores), where=span > 0)
 
 
-def convex_fusion(scores: list[np.ndarray], weights: Sequence[float], top: int = 100) -> np.ndarray:
-    """Merge systems' full score matrices (``[n_queries, n_items]`` each, higher is better) by the weighted sum of
-    their per-query min-max normalised scores. Unlike reciprocal rank fusion this keeps how far apart a system
-    puts its items, not only their order; tuned on held-out queries it ranks better (Bruch et al., "An Analysis
-    of Fusion Functions for Hybrid Retrieval", 2023). Returns the ``top`` best items per query, int64, ties by
-    the lower index."""
+def convex_scores(scores: list[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    """Systems' full score matrices (``[n_queries, n_items]`` each, higher is better) merged into one: the weighted
+    sum of their per-query min-max normalised scores, float64."""
     if not scores or len(weights) != len(scores):
         raise ValueError(f"{len(weights)} weights for {len(scores)} score matrices")
     if any(matrix.shape != scores[0].shape for matrix in scores):
         raise ValueError("the score matrices differ in shape")
-    fused = sum(weight * min_max_rows(matrix) for weight, matrix in zip(weights, scores, strict=True))
-    return top_k(fused, top)[0]
+    return sum(weight * min_max_rows(matrix) for weight, matrix in zip(weights, scores, strict=True))
 
 
-def rerank_fusion(scores: np.ndarray, first_stage_weight: float) -> np.ndarray:
+def convex_fusion(scores: list[np.ndarray], weights: Sequence[float], top: int = 100) -> np.ndarray:
+    """Merge systems' full score matrices by :func:`convex_scores`. Unlike reciprocal rank fusion this keeps how far
+    apart a system puts its items, not only their order; tuned on held-out queries it ranks better (Bruch et al.,
+    "An Analysis of Fusion Functions for Hybrid Retrieval", 2023). Returns the ``top`` best items per query,
+    int64, ties by the lower index."""
+    return top_k(convex_scores(scores, weights), top)[0]
+
+
+def _standardised(values: np.ndarray) -> np.ndarray:
+    return (values - values.mean()) / (values.std() + 1e-6)
+
+
+def rerank_fusion(scores: np.ndarray, first_stage_weight: float,
+                  first_stage_scores: np.ndarray | None = None) -> np.ndarray:
     """A reranker's scores of one query's candidates, given in the first stage's order, as they rank: standardised
-    over the candidates, minus ``first_stage_weight`` x ln(1 + first-stage rank). A reranker that is sure (a wide
-    gap) reorders freely; where it barely separates two passages, the first stage's order stands. 0: its raw
-    scores, unchanged."""
+    over the candidates, minus ``first_stage_weight`` x ln(1 + first-stage rank) (rank fusion), or, given the
+    candidates' ``first_stage_scores``, plus ``first_stage_weight`` x those scores standardised the same way (score
+    fusion: it keeps how far apart the first stage puts them). A reranker that is sure (a wide gap) reorders
+    freely; where it barely separates two passages, the first stage's order stands. 0: its raw scores, unchanged."""
     scores = np.asarray(scores, dtype=np.float64)
     if not first_stage_weight or not len(scores):
         return scores
-    standard = (scores - scores.mean()) / (scores.std() + 1e-6)
-    return standard - first_stage_weight * np.log1p(np.arange(len(scores)))
+    if first_stage_scores is None:
+        return _standardised(scores) - first_stage_weight * np.log1p(np.arange(len(scores)))
+    first = np.asarray(first_stage_scores, dtype=np.float64)
+    if first.shape != scores.shape:
+        raise ValueError(f"{len(first)} first-stage scores for {len(scores)} reranked candidates")
+    return _standardised(scores) + first_stage_weight * _standardised(first)
 
 
 def ranking_metrics(ranked: np.ndarray, gold: np.ndarray | Sequence[Sequence[int]]) -> dict[str, float]:

@@ -235,7 +235,7 @@ VERBS: dict[str, Verb] = {verb.name: verb for verb in [
          "kalbert rerank train --model models/qa-ko-zh-small --out outputs/rerank --max-rows 2000",
          "kalbert.rerank.config:RerankTrainConfig", "kalbert.rerank.train:train_reranker", Kind.RERANKER,
          inputs={"model": RERANKER_START, "train": Data(), "eval": Data(selects=True), "negative_miner": Teacher(),
-                 "out": Output()}),
+                 "teacher": Folder((Kind.RERANKER,)), "out": Output()}),
     Verb("rerank score", 'score each {"query": ..., "passages": [...]} line of a JSONL file; writes it back with '
          '"scores" and "ranking" (passage indices, best first)',
          "kalbert rerank score --model outputs/rerank --input pairs.jsonl --out scored.jsonl",

@@ -35,9 +35,9 @@ from kalbert.data import answer_pool, data_path, get_spec, load_qa
 from kalbert.data.formats import json_value
 from kalbert.data.script import read_as, reads_simplified, to_simplified
 from kalbert.errors import KalbertError
-from kalbert.ranking import convex_fusion, reciprocal_rank_fusion, top_k
+from kalbert.ranking import convex_fusion, convex_scores, reciprocal_rank_fusion, top_k
 from kalbert.rerank.candidates import rerank
-from kalbert.search.reranking import Reranker, first_stage_weight
+from kalbert.search.reranking import Reranker, fusion_record
 from kalbert.teachers.encoders import RoleEncoder, dense_vectors
 from kalbert.text.lexical import BM25Index
 from kalbert.weights import weights_sha256
@@ -166,18 +166,20 @@ def rerank_setting(first_stage: str, depth: int) -> str:
 
 
 def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ranking: np.ndarray, reranking: Rerank,
-                     extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Records of ``task``'s reported split with ``ranking`` (its first stage's, named ``first_stage``) reranked at
-    ``depth`` (:func:`kalbert.rerank.candidates.rerank`: the top ``depth`` reordered, the rest kept, nothing added;
+                     extra: dict[str, Any] | None = None,
+                     hybrid_scores: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """Records of ``task``'s reported split with ``ranking`` (its first stage's, named ``first_stage``; a hybrid's
+    comes with its ``hybrid_scores``, aligned with it) reranked at ``depth``
+    (:func:`kalbert.rerank.candidates.rerank`: the top ``depth`` reordered, the rest kept, nothing added;
     published reranker figures such as KURE's put the gold passage into the candidates, these do not), with the
     reranking latency beside the scores. The reranker reads the texts as ``data`` holds them (DRCD as published)."""
     started = time.perf_counter()
     reranker, depth = reranking.scorer, reranking.depth
     hits_before = getattr(reranker, "hits", 0)
     result = rerank(ranking, data.corpus, data.queries[task.split], reranker, depth,
-                    progress=f"{task.name}: {rerank_setting(first_stage, depth)}")
+                    progress=f"{task.name}: {rerank_setting(first_stage, depth)}", hybrid_scores=hybrid_scores)
     how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False,
-           "first_stage_weight": first_stage_weight(reranker),
+           **fusion_record(reranker, hybrid_scores is not None),
            "precision": reranking.precision, "weights_sha256": reranking.weights_sha256}
     if getattr(reranker, "hits", 0) == hits_before:
         how["latency_ms_per_query"] = result.latency_ms()
@@ -244,6 +246,7 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
         FUSED_CONVEX: ({"method": "convex combination of per-query min-max normalised scores"},
                        {split: convex(queries[split] @ passages.T, bm25_scores[split]) for split in (val, test)}),
     }
+    hybrid_scores = None
     records = _record(task, data, "cosine", model[test], dense_wall, dense_info)
     first_stages = {"cosine": (model[test], dense_info)}
     for setting, (how, fuse) in fusions.items():
@@ -256,9 +259,12 @@ def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache
         records += _record(task, data, setting, fused, time.perf_counter() - start, {**dense_info, "fusion": fusion})
         if setting == FUSED_CONVEX:
             first_stages[setting] = (fused, {**dense_info, "fusion": fusion})
+            matrix = convex_scores([queries[test] @ passages.T, bm25_scores[test]], [weight, 1.0 - weight])
+            hybrid_scores = np.take_along_axis(matrix, fused, axis=1)
     if rerank:  # the hybrid first (its latency is timed; the others reuse many of its pair scores), then BM25's
         first_stages["BM25"] = (bm25[test][:, :TOP], {"read_as": lexical_read})
         for setting in (FUSED_CONVEX, "BM25", "cosine"):
             ranking, extra = first_stages[setting]
-            records += reranked_records(task, data, setting, ranking, rerank, extra)
+            records += reranked_records(task, data, setting, ranking, rerank, extra,
+                                        hybrid_scores if setting == FUSED_CONVEX else None)
     return records

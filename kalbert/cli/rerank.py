@@ -38,6 +38,9 @@ def register(nouns) -> None:
     export.add_argument("--int8", action="store_true", help="also write the int8 ONNX file (with --onnx)")
     export.add_argument("--int8-config", choices=INT8_CONFIGS,
                         help="the int8 preset (default: this CPU's best)")
+    export.add_argument("--hybrid-score-weight", type=float, metavar="A",
+                        help="record how much a hybrid first stage's scores count beside the reranker's in search "
+                             "(score fusion; e.g. 1.0, chosen on dev); default: the folder's own")
     add_overwrite(export)
 
 
@@ -74,7 +77,8 @@ def _score(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from kalbert.rerank import export_reranker
 
-    record = export_reranker(args.model, args.out, args.onnx, args.int8, args.int8_config, args.overwrite)
+    record = export_reranker(args.model, args.out, args.onnx, args.int8, args.int8_config, args.overwrite,
+                             args.hybrid_score_weight)
     files = ", ".join((record.get("onnx") or {}).get("files", {}).values())
     print(f"wrote {args.out}: float16 weights{f', {files}' if files else ''}")
     return 0

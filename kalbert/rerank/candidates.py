@@ -18,8 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from kalbert.errors import KalbertError
-from kalbert.ranking import rerank_fusion
-from kalbert.search.reranking import Reranker, first_stage_weight
+from kalbert.search.reranking import Reranker, first_stage_weight, fused_scores, hybrid_score_weight
 
 
 class SharedScores:
@@ -30,6 +29,7 @@ class SharedScores:
     def __init__(self, scorer: Reranker) -> None:
         self.scorer, self.name = scorer, scorer.name
         self.first_stage_weight = first_stage_weight(scorer)
+        self.hybrid_score_weight = hybrid_score_weight(scorer)
         self.scores: dict[tuple[str, str], float] = {}
         self.hits = 0
 
@@ -69,11 +69,11 @@ class Reranked:
 
 
 def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], reranker: Reranker,
-           depth: int, progress: str | None = None) -> Reranked:
+           depth: int, progress: str | None = None, hybrid_scores: np.ndarray | None = None) -> Reranked:
     """``ranking`` (corpus indices per query, best first, -1 padding) with each query's top ``depth`` candidates
-    reordered by ``reranker``'s scores (fused with their first-stage ranks by its ``first_stage_weight``, where it
-    has one: :func:`kalbert.ranking.rerank_fusion`), ties kept in the first stage's order; ``progress`` names a
-    progress bar."""
+    reordered by ``reranker``'s scores fused with the first stage (:func:`kalbert.search.reranking.fused_scores`:
+    with ``hybrid_scores``, a hybrid first stage's scores aligned with ``ranking``, where given; else with the
+    candidates' ranks), ties kept in the first stage's order; ``progress`` names a progress bar."""
     ranking = np.asarray(ranking, dtype=np.int64)
     if ranking.ndim != 2 or len(ranking) != len(queries):
         raise ValueError(f"a ranking of {len(queries)} queries must be [n_queries, width], not {ranking.shape}")
@@ -87,6 +87,6 @@ def rerank(ranking: np.ndarray, corpus: Sequence[str], queries: Sequence[str], r
         started = time.perf_counter()
         scores = reranker.score(query, [corpus[i] for i in head])
         seconds[q] = time.perf_counter() - started
-        fused = rerank_fusion(scores, first_stage_weight(reranker))
+        fused = fused_scores(reranker, scores, None if hybrid_scores is None else hybrid_scores[q, : len(head)])
         reranked[q, : len(head)] = head[np.argsort(-fused, kind="stable")]
     return Reranked(reranked, seconds)

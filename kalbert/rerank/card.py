@@ -45,6 +45,23 @@ def _reading(record: dict[str, Any]) -> str:
     return reading
 
 
+def _hybrid_note(record: dict[str, Any]) -> str:
+    """How search ranks a hybrid first stage's candidates with this reranker (score fusion), where it does."""
+    weight = record.get("hybrid_score_weight")
+    if weight is None:
+        return ""
+    return (f" Behind a hybrid first stage, kalbert ranks by the standardised score + {weight} x the hybrid score "
+            "standardised over the same candidates.")
+
+
+def _targets(config: dict[str, Any]) -> str:
+    """What the lists were trained towards: the gold labels, or a teacher's scores (distillation)."""
+    layers = f" through {config['layers']} layers" if config.get("layers") else ""
+    if config.get("teacher"):
+        return f"the scores of `{config['teacher']}` (distilled{layers})"
+    return f"the gold labels{layers}"
+
+
 def _export_note(record: dict[str, Any]) -> str:
     """What `kalbert rerank export` changed: float16 storage, ONNX files."""
     storage, onnx = record.get("weights_storage"), record.get("onnx")
@@ -65,7 +82,7 @@ def render_card(record: dict[str, Any]) -> str:
     loop = config["loop"]
     languages = record.get("languages") or []
     named = " + ".join(LANGUAGE_NAMES.get(lang, lang) for lang in languages) or "multilingual"
-    machine = describe_cpu(record.get("hardware"))
+    machine = describe_cpu(evaluation.get("hardware") or record.get("hardware"))  # an export keeps where it ran
     return f"""---
 language: [{', '.join(languages)}]
 library_name: sentence-transformers
@@ -98,7 +115,7 @@ or with plain transformers: `AutoTokenizer` and `AutoModelForSequenceClassificat
 tokenized with `truncation=True`, the score is `logits[:, 0]`. Those read a pair's first {_token_limit(record)}
 tokens and cut the rest; kalbert reads a longer passage in the windows recorded in kalbert.json and scores its best one
 (the figures on this card): `kalbert rerank score --model PATH --input pairs.jsonl`, or
-`kalbert.rerank.load_reranker("PATH").score(question, passages)`.
+`kalbert.rerank.load_reranker("PATH").score(question, passages)`.{_hybrid_note(record)}
 
 ## Results
 
@@ -121,8 +138,9 @@ They are selection splits, not test scores.
 
 {record['train_rows']:,} questions, each with its positive and {config['negatives']} hard negatives from the same
 split ({config['negative_depth']} best of each miner, drawn at random; never a val or test article, never a dev or
-test question), loss `{config['loss']}`, {loop['epochs']} epoch(s) of batches of {loop['batch_size']}, lr
-{loop['lr']}, {record['precision']} ({record['precision_reason']}), {record['wall_seconds'] / 60:.0f} minutes in all.
+test question), towards {_targets(config)}, loss `{config['loss']}`, {loop['epochs']} epoch(s) of batches of
+{loop['batch_size']}, lr {loop['lr']}, {record['precision']} ({record['precision_reason']}),
+{record['wall_seconds'] / 60:.0f} minutes in all.
 
 {_train_table(record['train_sets'])}
 """

@@ -8,7 +8,7 @@ from typing import Literal
 
 from kalbert.training.config import LoopConfig
 
-RerankLoss = Literal["lambda", "mnrl", "bce"]
+RerankLoss = Literal["lambda", "mnrl", "bce", "listnet"]
 TRAIN_SETS = ("korquad:train", "cmrc2018:train", "drcd:train", "answers-ko:train", "answers-zh:train")
 """question -> paragraph (the QA sets' train articles) and question -> answer (the answer sets' train carves)"""
 EVAL_SETS = ("korquad:val", "cmrc2018:val", "drcd:val", "answers-ko:dev", "answers-zh:dev")
@@ -61,6 +61,12 @@ class RerankTrainConfig:
     """How much of the first stage's order a reranking keeps: the reranker's scores, standardised over a query's
     candidates, minus this x ln(1 + first-stage rank) rank them (0: its scores alone). Recorded in the folder,
     which search and the benchmark read. 0.6 was the best of 0, 0.3-1.5 on the val articles and dev carves."""
+    hybrid_score_weight: float | None = 1.0
+    """How much a hybrid first stage's scores count beside the reranker's: search and the benchmark rank a hybrid's
+    candidates by the reranker's standardised scores plus this x the hybrid scores standardised over the same
+    candidates (score fusion; None: rank fusion by ``first_stage_weight``, as for BM25 and dense candidates).
+    Recorded in the folder; this run's evaluations rank BM25's or a dense model's candidates and do not use it.
+    1.0 ranked above rank fusion on the hybrid top 20 of dev questions."""
     max_rows: int | None = None
     """Use at most this many questions of each training set, a seeded sample (None: all)."""
     max_eval_rows: int | None = 200
@@ -68,7 +74,17 @@ class RerankTrainConfig:
     loss: RerankLoss = "lambda"
     """sentence-transformers' cross-encoder loss: lambda (LambdaLoss, NDCG-weighted pairs over each question's
     list), mnrl (MultipleNegativesRankingLoss: softmax over the positive, the hard negatives and
-    ``in_batch_negatives`` other rows' passages) or bce (BinaryCrossEntropyLoss, each pair on its own)."""
+    ``in_batch_negatives`` other rows' passages), bce (BinaryCrossEntropyLoss, each pair on its own) or listnet
+    (ListNetLoss: cross-entropy between the softmax of the labels and of the scores over each question's list; the
+    loss that learns a ``teacher``'s scores)."""
+    teacher: str | None = None
+    """A reranker folder whose scores of each training list the model learns (distillation, with loss listnet: the
+    teacher's softmax over a question's passages is the target); None: the gold labels (1 for the question's own
+    passage, 0 for its negatives)."""
+    layers: int | None = None
+    """Transformer layers the model runs (num_hidden_layers); None: the start's. An ALBERT applies one shared layer
+    that many times, so fewer passes read the same weights in proportionally less time (e.g. 3 of a reranker's 6,
+    distilled from it with ``teacher``)."""
     in_batch_negatives: int = 1
     """For mnrl: other questions' passages of the batch scored as further negatives of each question."""
     loop: LoopConfig = field(default_factory=lambda: LoopConfig(epochs=1.0, batch_size=16, lr=3e-5,

@@ -11,6 +11,7 @@ spread); what int8 changes is recorded, and measured on real candidates by ``ben
 
 from __future__ import annotations
 
+import math
 import shlex
 import shutil
 from pathlib import Path
@@ -51,12 +52,17 @@ def _change(reference: np.ndarray, scores: np.ndarray) -> float:
 
 
 def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8: bool = False,
-                    int8_config: str | None = None, overwrite: bool = False) -> dict[str, Any]:
+                    int8_config: str | None = None, overwrite: bool = False,
+                    hybrid_score_weight: float | None = None) -> dict[str, Any]:
     """Write ``out``: ``model`` with float16 weights and, with ``onnx``, its ONNX file (and the int8 one with
-    ``int8``, for ``int8_config`` or this CPU's preset); returns its record."""
+    ``int8``, for ``int8_config`` or this CPU's preset), with ``hybrid_score_weight`` recorded where given (a
+    fusion chosen on dev after training); returns its record."""
     source = check_reranker_folder(model)
     if int8 and not onnx:
         raise KalbertError("--int8 quantises the ONNX file", "add --onnx")
+    if hybrid_score_weight is not None and not (math.isfinite(hybrid_score_weight) and hybrid_score_weight >= 0):
+        raise KalbertError(f"--hybrid-score-weight {hybrid_score_weight} is not a number of 0 or more",
+                           "e.g. --hybrid-score-weight 1.0")
     if onnx:
         require_onnx()
     _, reference = _scores(source)
@@ -69,10 +75,16 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
             raise KalbertError(f"float16 weights change the scores of {source} by {_change(reference, scores):.2e}",
                                "keep the float32 folder")
         meta = read_meta(tmp)
+        # a folder exported again: its change from the trained folder is the earlier export's plus this one's
+        earlier = (meta.get("weights_storage") or {}).get("max_probe_score_change", 0.0)
         meta["weights_storage"] = {"dtype": "float16", "computed_in": "float32",
-                                   "max_probe_score_change": _change(reference, scores)}
+                                   "max_probe_score_change": earlier + _change(reference, scores)}
+        # the selection ran where the source was trained; the record's hardware becomes this machine's
+        meta["evaluation"].setdefault("hardware", meta.get("hardware"))
         meta["size_mb"] = round(sum(p.stat().st_size for p in tmp.glob("*.safetensors")) / 1e6, 1)
         meta.pop("onnx", None)
+        if hybrid_score_weight is not None:
+            meta["hybrid_score_weight"] = hybrid_score_weight
         if onnx:
             export_fp32_file(copy, tmp / FP32_FILE, output="logits")
             fp32, onnx_scores = _scores(tmp, FP32_FILE)
@@ -89,7 +101,9 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
                             "made_on": hardware_block()}
         command = ["kalbert", "rerank", "export", "--model", str(source), "--out", str(out),
                    *(["--onnx"] if onnx else []), *(["--int8"] if int8 else []),
-                   *(["--int8-config", int8_config] if int8_config else []), *(["--overwrite"] if overwrite else [])]
+                   *(["--int8-config", int8_config] if int8_config else []),
+                   *(["--hybrid-score-weight", str(hybrid_score_weight)] if hybrid_score_weight is not None else []),
+                   *(["--overwrite"] if overwrite else [])]
         meta["command"] = None
         meta = write_record(tmp, meta, Kind.RERANKER, [source], command=shlex.join(command))
         atomic_write_text(tmp / "README.md", render_card(meta))

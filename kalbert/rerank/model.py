@@ -56,7 +56,8 @@ class Reranker:
     """A sequence-classification model with one output and its tokenizer, scoring (query, passage) pairs."""
 
     def __init__(self, name: str, model: Any, tokenizer: Any, max_length: int, bf16: bool = False,
-                 batch_size: int = BATCH_SIZE, stride: int | None = None, first_stage_weight: float = 0.0) -> None:
+                 batch_size: int = BATCH_SIZE, stride: int | None = None, first_stage_weight: float = 0.0,
+                 hybrid_score_weight: float | None = None) -> None:
         self.name = name
         self.model = model
         """a transformers ...ForSequenceClassification or optimum's ORTModelForSequenceClassification"""
@@ -70,6 +71,8 @@ class Reranker:
         """passage tokens that consecutive windows share; None: a long passage is cut, not windowed"""
         self.first_stage_weight = first_stage_weight
         """how much of the first stage's order a reranking keeps (:func:`kalbert.ranking.rerank_fusion`)"""
+        self.hybrid_score_weight = hybrid_score_weight
+        """how much a hybrid first stage's scores count beside the reranker's (score fusion); None: rank fusion"""
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One float32 score per passage, in the given order; higher = more relevant."""
@@ -174,7 +177,8 @@ def load_reranker(path: str | Path, backend: Backend = "torch", precision: Preci
     meta = read_meta(folder)
     windows = meta.get("windows") or {}
     return Reranker(folder.name, model, encoder.tokenizer, windows.get("tokens", encoder.max_seq_length), bf16,
-                    batch_size, windows.get("stride"), meta.get("first_stage_weight", 0.0))
+                    batch_size, windows.get("stride"), meta.get("first_stage_weight", 0.0),
+                    meta.get("hybrid_score_weight"))
 
 
 class QASpanScorer:

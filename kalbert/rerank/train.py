@@ -2,9 +2,11 @@
 articles and dev carves, save a folder that loads without kalbert.
 
 The start folder's transformer gets a one-output sequence-classification head (a sentence-transformers
-CrossEncoder, whose losses train it: LambdaLoss, MultipleNegativesRankingLoss or BinaryCrossEntropyLoss) and reads
-``[CLS] question [SEP] passage [SEP]``. Rows are each train question with its positive and hard negatives
-(:mod:`kalbert.rerank.rows`); a batch holds rows of one training set, so Korean and Chinese never meet in a list.
+CrossEncoder, whose losses train it: LambdaLoss, MultipleNegativesRankingLoss, BinaryCrossEntropyLoss or
+ListNetLoss) and reads ``[CLS] question [SEP] passage [SEP]``. Rows are each train question with its positive and
+hard negatives (:mod:`kalbert.rerank.rows`); a batch holds rows of one training set, so Korean and Chinese never
+meet in a list. With a teacher reranker the lists' targets are its scores instead of the gold labels
+(distillation, e.g. into the same ALBERT run through fewer layers).
 The house loop (:func:`kalbert.training.train_loop`) runs it: bf16 where native, checkpoints in ``OUT.partial/``
 that a rerun resumes, the best evaluated kept. Each evaluation reranks the first stage's top ``depth`` of the
 eval splits' questions (:mod:`kalbert.rerank.evaluate`) as the folder is used: long passages in windows, in the
@@ -38,7 +40,7 @@ from kalbert.io import atomic_write_json, atomic_write_text, refuse_existing_out
 from kalbert.rerank.card import render_card
 from kalbert.rerank.config import BM25, RerankTrainConfig
 from kalbert.rerank.evaluate import MAIN_SCORE, EvalSet, eval_ref, evaluate_sets, load_eval_set
-from kalbert.rerank.model import Reranker
+from kalbert.rerank.model import Reranker, load_reranker
 from kalbert.rerank.rows import RerankRow, TrainSet, build_train_set, train_ref
 from kalbert.stage import artifact_folder, write_record
 from kalbert.verbs import command_for
@@ -86,6 +88,9 @@ def _validate(config: RerankTrainConfig, overwrite: bool) -> Path:
     if not 0 < config.negative_margin <= 1:
         raise KalbertError(f"negative margin {config.negative_margin} is not in (0, 1]",
                            "0.99 passes over what the miner scores within 1% of the question's own passage")
+    if config.teacher and config.loss != "listnet":
+        raise KalbertError(f"a teacher's scores are learned with loss listnet, not {config.loss}",
+                           "add --loss listnet, or leave --teacher out to learn the gold labels")
     for teacher in (config.negative_miner, None if config.first_stage == BM25 else config.first_stage):
         if teacher:
             check_teacher(teacher)
@@ -98,15 +103,17 @@ def _validate(config: RerankTrainConfig, overwrite: bool) -> Path:
     return start
 
 
-def build_cross_encoder(start: Path, max_seq_length: int) -> CrossEncoder:
-    """``start``'s transformer with a fresh one-output classification head, scoring raw logits."""
+def build_cross_encoder(start: Path, max_seq_length: int, layers: int | None = None) -> CrossEncoder:
+    """``start``'s transformer (run through ``layers`` layers where given) with a one-output classification head
+    (a reranker start keeps its own), scoring raw logits."""
     import torch
     from sentence_transformers import CrossEncoder
     from sentence_transformers.base.modules import Transformer
 
     offline = {"local_files_only": True}
+    settings = {"num_labels": 1} if layers is None else {"num_labels": 1, "num_hidden_layers": layers}
     transformer = Transformer(str(start), transformer_task="sequence-classification", max_seq_length=max_seq_length,
-                              config_kwargs={**offline, "num_labels": 1}, model_kwargs=offline,
+                              config_kwargs={**offline, **settings}, model_kwargs=offline,
                               processor_kwargs=offline)
     return CrossEncoder(modules=[transformer], activation_fn=torch.nn.Identity(), device="cpu")
 
@@ -120,16 +127,23 @@ def make_loss(config: RerankTrainConfig, model: CrossEncoder) -> torch.nn.Module
     if config.loss == "mnrl":  # a softmax over raw logits: the positive against its negatives (BGE-reranker's loss)
         return losses.MultipleNegativesRankingLoss(model, num_negatives=config.in_batch_negatives, scale=1.0,
                                                    activation_fn=torch.nn.Identity())
+    if config.loss == "listnet":
+        return losses.ListNetLoss(model)
     return losses.BinaryCrossEntropyLoss(model)
 
 
-def loss_inputs(loss: str, rows: list[RerankRow], device: Any) -> tuple[list, Any]:
-    """A batch of rows in the columns and labels ``loss`` reads."""
+def loss_inputs(loss: str, rows: list[RerankRow], device: Any, teacher: Reranker | None = None) -> tuple[list, Any]:
+    """A batch of rows in the columns and labels ``loss`` reads: per list, the teacher's scores of its pairs (cut
+    as the model reads them) where there is a teacher, else 1 for the positive and 0 for the negatives."""
     import torch
 
     queries = [row.query for row in rows]
-    if loss == "lambda":
+    if loss in ("lambda", "listnet"):
         lists = [[row.positive, *row.negatives] for row in rows]
+        if teacher is not None:
+            scores = [teacher.score_pairs([(row.query, text) for text in texts])
+                      for row, texts in zip(rows, lists, strict=True)]
+            return [queries, lists], [torch.from_numpy(score).to(device) for score in scores]
         labels = [torch.tensor([1.0] + [0.0] * len(row.negatives), device=device) for row in rows]
         return [queries, lists], labels
     if loss == "mnrl":
@@ -222,14 +236,17 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
     _say(f"ranking the evaluation questions with {config.first_stage}")
     evals = [load_eval_set(ref, config.first_stage, config.depth, config.max_eval_rows, seed) for ref in config.eval]
     torch.manual_seed(seed)
-    model = build_cross_encoder(start, config.max_seq_length)
+    model = build_cross_encoder(start, config.max_seq_length, config.layers)
     loss = make_loss(config, model)
+    teacher = load_reranker(config.teacher) if config.teacher else None
+    if teacher is not None:
+        teacher.max_length = config.max_seq_length  # the teacher reads each pair cut as the model reads it
     scorer = Reranker(Path(config.out).name, model.model, model.tokenizer, config.max_seq_length,
                       stride=config.window_stride, first_stage_weight=config.first_stage_weight)
 
     def step(batch: tuple[int, list[int]]) -> torch.Tensor:
         rows = [sets[batch[0]].rows[i] for i in batch[1]]
-        inputs, labels = loss_inputs(config.loss, rows, model.device)
+        inputs, labels = loss_inputs(config.loss, rows, model.device, teacher)
         return loss(inputs, labels)
 
     result = train_loop(model, lambda rng: set_batches([len(s.rows) for s in sets], config.loop.batch_size, rng),
@@ -249,6 +266,7 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         "windows": {"tokens": config.max_seq_length, "stride": config.window_stride},
         "token_limit": model.model.config.max_position_embeddings,
         "first_stage_weight": config.first_stage_weight,
+        "hybrid_score_weight": config.hybrid_score_weight,
         "scores": "raw logits (activation Identity): higher = more relevant",
         "train_sets": [s.record() for s in sets],
         "train_rows": sum(len(s.rows) for s in sets),

@@ -28,7 +28,7 @@ from kalbert.artifact import Kind, meta_path, read_meta, write_meta
 from kalbert.errors import KalbertError
 from kalbert.io import atomic_write_text
 from kalbert.precision import Precision, autocast, encoding_bf16
-from kalbert.ranking import DENSE_WEIGHT, rerank_fusion
+from kalbert.ranking import DENSE_WEIGHT
 from kalbert.search.base import Base, changes_path, corrupt
 from kalbert.search.build import INDEX_FORMAT
 from kalbert.search.candidates import FUSION_DEPTH, Candidates, Ranked
@@ -42,7 +42,7 @@ from kalbert.search.model import check_identity, check_model, check_query_side, 
 from kalbert.search.reranking import (
     RERANK_DEPTH,
     Reranker,
-    first_stage_weight,
+    fused_scores,
     load_reranker,
     rerank_scores,
     reranker_name,
@@ -75,8 +75,8 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     """``score`` by name first (cosine, bm25, hybrid or rerank), then the scores behind it (a reranker that keeps
-    some of the first stage's order, :func:`kalbert.ranking.rerank_fusion`, adds its raw ``cross_encoder``
-    score)"""
+    some of the first stage's order or scores, :func:`kalbert.search.reranking.fused_scores`, adds its raw
+    ``cross_encoder`` score)"""
 
     @property
     def sentence(self) -> str:
@@ -347,7 +347,7 @@ class Index:
             for i, (query, found) in enumerate(zip(queries, ranked, strict=True)):
                 if hits[i] is None or len(hits[i]) < k:
                     hits[i] = self._finish(view, candidates, query, found, k, min_score, one_per_document,
-                                           reranker, rerank_depth)
+                                           reranker, rerank_depth, mode)
             short = any(len(h) < k for h in hits)
             if not (one_per_document and short and reranker is None and deeper < candidates.available):
                 break
@@ -388,19 +388,20 @@ class Index:
 
     def _finish(self, view: View, candidates: Candidates, query: str, ranked: Ranked, k: int,
                 min_score: float | None, one_per_document: bool, reranker: Reranker | None,
-                rerank_depth: int) -> list[Hit]:
-        """One query's hits from its ranked passages: reranked, thresholded, one per document, the first ``k``."""
+                rerank_depth: int, mode: str) -> list[Hit]:
+        """One query's hits from its ranked passages: reranked (fused with the hybrid scores in hybrid mode, else
+        with the first stage's order: :func:`kalbert.search.reranking.fused_scores`), thresholded, one per
+        document, the first ``k``."""
         rows, scores, parts = ranked.rows, ranked.scores, dict(ranked.parts)
         if reranker is not None:
             rows, scores = rows[:rerank_depth], scores[:rerank_depth]
             parts = {name: values[:rerank_depth] for name, values in parts.items()}
             texts = [self._hit(view, candidates, 0, int(row), 0.0, {}).passage for row in rows]
             raw = rerank_scores(reranker, query, texts)
-            weight = first_stage_weight(reranker)
-            fused = rerank_fusion(raw, weight)
+            fused = fused_scores(reranker, raw, scores if mode == "hybrid" else None)
             order = np.lexsort((rows, -fused))
             rows, scores = rows[order], fused[order]
-            behind = {"cross_encoder": raw[order]} if weight else {}
+            behind = {} if np.array_equal(fused, raw) else {"cross_encoder": raw[order]}
             parts = {"rerank": scores, **behind, **{name: values[order] for name, values in parts.items()}}
         hits: list[Hit] = []
         seen: set[Any] = set()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kalbert.errors import KalbertError
+from kalbert.ranking import rerank_fusion
 
 SHIPPED_RERANKER = Path(__file__).resolve().parents[2] / "models" / "rerank-ko-zh-small"
 RERANK_DEPTH = 20
@@ -25,7 +26,7 @@ measured at (the cost grows with it, one model pass per passage window)"""
 class Reranker(Protocol):
     """What reranking needs: higher scores for passages more relevant to the query. A trained reranker
     (:class:`kalbert.rerank.model.Reranker`), the zero-shot QA scorer, or a user's own object; one may also carry a
-    ``first_stage_weight`` (:func:`first_stage_weight`)."""
+    ``first_stage_weight`` and a ``hybrid_score_weight`` (:func:`fused_scores`)."""
 
     name: str
 
@@ -36,6 +37,34 @@ def first_stage_weight(reranker: Any) -> float:
     """How much the first stage's rank counts beside ``reranker``'s scores (:func:`kalbert.ranking.rerank_fusion`):
     the weight it was chosen with, or 0 for a reranker without one (its scores alone order the passages)."""
     return float(getattr(reranker, "first_stage_weight", 0.0))
+
+
+def hybrid_score_weight(reranker: Any) -> float | None:
+    """How much a hybrid first stage's scores count beside ``reranker``'s (score fusion), or None where it has no
+    such weight: its hybrid candidates are then fused by rank, as the others are."""
+    weight = getattr(reranker, "hybrid_score_weight", None)
+    return None if weight is None else float(weight)
+
+
+def fused_scores(reranker: Any, scores: np.ndarray, hybrid_scores: np.ndarray | None = None) -> np.ndarray:
+    """What ``reranker``'s ``scores`` of a first stage's candidates (in its order) rank by
+    (:func:`kalbert.ranking.rerank_fusion`): fused with ``hybrid_scores``, the hybrid first stage's scores of the
+    same candidates, by the reranker's ``hybrid_score_weight`` where both are there (on dev this ranked above rank
+    fusion for hybrid candidates: benchmarks/results/rerank-ko-zh-small-selection.json), else with their
+    first-stage ranks by its ``first_stage_weight``."""
+    weight = hybrid_score_weight(reranker)
+    if hybrid_scores is not None and weight is not None:
+        return rerank_fusion(scores, weight, hybrid_scores)
+    return rerank_fusion(scores, first_stage_weight(reranker))
+
+
+def fusion_record(reranker: Any, hybrid: bool) -> dict[str, Any]:
+    """How :func:`fused_scores` fuses ``reranker``'s scores with a first stage (a hybrid one where ``hybrid``), as
+    the benchmark's records state it."""
+    weight = hybrid_score_weight(reranker)
+    if hybrid and weight is not None:
+        return {"fusion": "score", "hybrid_score_weight": weight}
+    return {"fusion": "rank", "first_stage_weight": first_stage_weight(reranker)}
 
 
 def default_reranker() -> Path | None:

@@ -156,7 +156,7 @@ def test_prompts_are_used_when_the_model_has_them(qa_root, prompted_static, tmp_
 class _LengthScorer:
     """Scores a passage by its length, and counts the pairs it read."""
 
-    name = "length"
+    name, first_stage_weight, hybrid_score_weight = "length", 0.6, 1.0
 
     def __init__(self) -> None:
         self.pairs = 0
@@ -181,6 +181,8 @@ def test_a_dense_models_reranked_run_reranks_its_three_first_stages_from_one_set
     n = next(r["n"] for r in records)
     assert scorer.pairs < 3 * 3 * n  # a pair two first stages share is scored once
     assert all(how["first_stage"] in setting and how["precision"] == "fp32" for setting, how in reranked.items())
+    assert {setting: how["fusion"] for setting, how in reranked.items()} == {  # the hybrid's by its scores
+        f"{FUSED_CONVEX} + rerank@3": "score", "BM25 + rerank@3": "rank", "cosine + rerank@3": "rank"}
 
 
 def test_a_teacher_baseline_uses_its_prompts_too(prompted_static):

@@ -99,3 +99,12 @@ def test_train_refuses_a_start_that_is_no_albert_folder(tmp_path, capsys, no_mod
     (tmp_path / "vocab" / "spiece.model").write_bytes(b"")
     assert main(["rerank", "train", "--model", str(tmp_path / "vocab"), "--out", str(tmp_path / "out")]) == 2
     _one_line_error(capsys, "is a vocab folder; --model takes an ALBERT or BERT checkpoint folder")
+
+
+def test_a_teacher_is_learned_with_the_listnet_loss_only(tiny_qa_albert, tiny_reranker, tmp_path, capsys,
+                                                        no_model_load):
+    args = ["rerank", "train", "--model", str(tiny_qa_albert), "--out", str(tmp_path / "out")]
+    assert main([*args, "--teacher", str(tiny_reranker)]) == 2
+    _one_line_error(capsys, "a teacher's scores are learned with loss listnet, not lambda")
+    assert main([*args, "--teacher", str(tiny_qa_albert), "--loss", "listnet"]) == 2
+    _one_line_error(capsys, "--teacher takes a reranker folder")

@@ -38,3 +38,17 @@ def test_an_onnx_backend_without_its_file_is_one_line(tiny_reranker):
 def test_int8_without_onnx_is_refused(tiny_reranker, tmp_path, capsys):
     assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"), "--int8"]) == 2
     assert "--int8 quantises the ONNX file" in capsys.readouterr().err
+
+
+def test_export_records_the_hybrid_score_weight_that_search_reads(tiny_reranker, tmp_path, capsys):
+    from kalbert.rerank import load_reranker
+
+    assert load_reranker(tiny_reranker).hybrid_score_weight == 1.0  # the training default, recorded
+    out = tmp_path / "shipped"
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(out),
+                 "--hybrid-score-weight", "0.5"]) == 0
+    assert read_meta(out)["hybrid_score_weight"] == 0.5 and load_reranker(out).hybrid_score_weight == 0.5
+    assert "--hybrid-score-weight 0.5" in read_meta(out)["command"]
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"),
+                 "--hybrid-score-weight", "-1"]) == 2
+    assert "--hybrid-score-weight -1.0 is not a number of 0 or more" in capsys.readouterr().err

@@ -133,3 +133,28 @@ def test_the_record_is_complete_and_its_verb_reruns_it(tiny_reranker):
     assert (tiny_reranker / "README.md").is_file()
     args = build_parser().parse_args(["rerank", "train", "--config", str(tiny_reranker / "kalbert.json")])
     assert config_from_args(args) is not None
+
+
+def test_a_teacher_is_distilled_into_fewer_layers(rerank_data, tiny_reranker, rerank_config, tmp_path):
+    from kalbert.rerank import train_reranker
+
+    out = tmp_path / "student"
+    meta = train_reranker(rerank_config(out, tiny_reranker, loss="listnet", teacher=str(tiny_reranker), layers=1,
+                                        max_steps=1, eval=["answers-ko:dev"]))
+    assert json.loads((out / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"] == 1
+    assert meta["config"]["teacher"] == str(tiny_reranker) and meta["history"][-1]["train_loss"] > 0
+
+
+def test_the_teachers_scores_are_the_targets_of_each_list(rerank_data):
+    from kalbert.rerank.rows import RerankRow
+    from kalbert.rerank.train import loss_inputs
+
+    class Teacher:
+        def score_pairs(self, pairs):
+            return np.array([float(len(passage)) for _, passage in pairs], dtype=np.float32)
+
+    rows = [RerankRow("질문", "정답 문단", ("오답", "다른 오답 문단"))]
+    (queries, lists), labels = loss_inputs("listnet", rows, "cpu", Teacher())
+    assert queries == ["질문"] and lists == [["정답 문단", "오답", "다른 오답 문단"]]
+    assert labels[0].tolist() == [5.0, 2.0, 8.0]
+    assert loss_inputs("listnet", rows, "cpu")[1][0].tolist() == [1.0, 0.0, 0.0]

@@ -1,13 +1,15 @@
 """Long passages read in overlapping windows (the best one scores) and rerank scores fused with the first stage's
-order."""
+order (its ranks, or a hybrid's scores)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kalbert.ranking import rerank_fusion
 from kalbert.rerank.candidates import rerank
 from kalbert.rerank.model import passage_windows
+from kalbert.search.reranking import fusion_record
 
 LONG = " ".join(f"서울{i}번째 문장은 한강과 도시의 역사를 이야기한다." for i in range(30))
 
@@ -63,6 +65,30 @@ def test_fusion_keeps_the_first_stage_order_where_the_reranker_barely_separates(
     assert np.array_equal(rerank_fusion(scores, 0.0), scores)
     fused = rerank_fusion(scores, 0.6)
     assert fused[0] > fused[1] and fused[2] == fused.max()  # a near tie stays put, a clear winner rises
+
+
+def test_score_fusion_adds_the_standardised_first_stage_scores():
+    scores, first = np.array([1.0, 2.0, 3.0]), np.array([0.9, 0.5, 0.1])
+    standard = (scores - scores.mean()) / scores.std()
+    fused = rerank_fusion(scores, 1.0, first)
+    assert np.allclose(fused, standard + (first - first.mean()) / first.std(), atol=1e-5)
+    with pytest.raises(ValueError, match="2 first-stage scores for 3 reranked candidates"):
+        rerank_fusion(scores, 1.0, first[:2])
+
+
+def test_a_hybrid_first_stage_is_fused_by_score_where_the_reranker_says_so():
+    class Scorer:
+        name, first_stage_weight, hybrid_score_weight = "s", 0.6, 1.0
+
+        def score(self, query, passages):
+            return np.array([0.0, 0.1, 0.2])
+
+    ranking, corpus = np.array([[0, 1, 2]]), ["a", "b", "c"]
+    by_rank = rerank(ranking, corpus, ["q"], Scorer(), 3).ranking
+    by_score = rerank(ranking, corpus, ["q"], Scorer(), 3, hybrid_scores=np.array([[0.3, 0.29, 0.1]])).ranking
+    assert by_rank.tolist() == [[2, 1, 0]] and by_score.tolist() == [[1, 2, 0]]
+    assert fusion_record(Scorer(), hybrid=True) == {"fusion": "score", "hybrid_score_weight": 1.0}
+    assert fusion_record(Scorer(), hybrid=False) == {"fusion": "rank", "first_stage_weight": 0.6}
 
 
 def test_rerank_orders_by_the_fused_score():

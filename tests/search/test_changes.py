@@ -12,6 +12,7 @@ import pytest
 from kalbert.artifact import read_meta
 from kalbert.cli.main import main
 from kalbert.errors import KalbertError
+from kalbert.ranking import rerank_fusion
 from kalbert.search import SearchBuildConfig, build_index, open_index
 from kalbert.search.changes import ChangeLog
 
@@ -194,6 +195,12 @@ def test_reranking_reorders_the_retrieved_passages(built):
     fused = index.query("양파를 썰고", k=3, mode="dense", rerank=reranker, rerank_depth=5).hits[0]
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
     assert all(list(h.scores)[:2] == ["rerank", "cross_encoder"] for h in fused)
+
+    reranker.hybrid_score_weight = 1.0  # a hybrid's candidates fused with their hybrid scores, not their ranks
+    hybrid = index.query("양파를 썰고", k=4, mode="hybrid", rerank=reranker, rerank_depth=4).hits[0]
+    raw, first = (np.array([h.scores[name] for h in hybrid]) for name in ("cross_encoder", "hybrid"))
+    assert np.allclose([h.score for h in hybrid], rerank_fusion(raw, 1.0, first), atol=1e-6)
+    assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
 
 
 def test_cli_add_delete_query_file_and_compact(index_folder, tmp_path, capsys, monkeypatch):
