@@ -10,6 +10,8 @@ PyTorch bf16 where the CPU has native bf16, and the ONNX fp32 and int8 files (ex
 `kalbert rerank export --onnx --int8` when the folder has none and the ONNX packages are installed); ``--backends``
 picks some. Each query is timed alone after a warm-up; p50/p95 are over the questions of both sets. The same
 reranked lists give nDCG@10 and MRR@10, so a faster backend or a shallower depth shows what it costs.
+``--windows-per-passage 1 all`` times each backend reading the best-matching window of a long passage and reading
+every window, in the same run (default: the folder's own reading).
 ``--qa-model`` also times the zero-shot baseline (the QA model's best answer-span probability as relevance).
 Writes ``rerank_latency.{json,md}`` to ``--out-dir`` (benchmarks/results), with the CPU, the torch threads and the
 load average before and after.
@@ -18,6 +20,8 @@ load average before and after.
 from __future__ import annotations
 
 import argparse
+import copy
+import itertools
 import os
 import shlex
 import sys
@@ -78,6 +82,25 @@ def _scorers(model: Path, qa_model: Path | None, scratch: Path,
     return scorers
 
 
+def _reading(scorer, windows: str | None):
+    """``scorer`` reading ``windows`` windows per long passage ("all": every one; None: as its folder says)."""
+    if windows is None or not hasattr(scorer, "windows_per_passage"):
+        return scorer
+    scorer = copy.copy(scorer)
+    scorer.windows_per_passage = None if windows == "all" else int(windows)
+    return scorer
+
+
+def _windows_label(per_passage: int | None) -> str:
+    return "every window" if per_passage is None else f"{per_passage} window{'s' if per_passage > 1 else ''} a passage"
+
+
+def _windows_arg(text: str) -> str:
+    if text != "all" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive integer or all, got {text}")
+    return text
+
+
 def _measure(scorer, sets, depth: int) -> dict[str, object]:
     for evaluation in sets:  # warm-up: first calls build kernels and caches
         rerank(evaluation.ranking[:WARM_UP], evaluation.corpus, evaluation.queries[:WARM_UP], scorer, depth)
@@ -106,6 +129,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS), metavar="BACKEND",
                         help=f"which to time: {', '.join(repr(b) for b in BACKENDS)} (default: all; torch bf16 only "
                              "where the CPU has native bf16)")
+    parser.add_argument("--windows-per-passage", type=_windows_arg, nargs="+", metavar="K",
+                        help="windows of a long passage read, each timed: a number, or all (default: the folder's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42, help="picks the question sample")
     parser.add_argument("--quick", action="store_true", help="8 questions per set: a check that it runs")
@@ -115,15 +140,19 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     queries = 8 if args.quick else args.queries
     sets = [load_eval_set(ref, "bm25", max(args.depths), queries, args.seed) for ref in SETS]
+    readings = args.windows_per_passage or [None]
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         scorers = _scorers(args.model, args.qa_model, Path(scratch), args.backends)
         for depth in args.depths:
-            for backend, (scorer, folder) in scorers.items():
-                rows.append({"backend": backend, "model": folder.as_posix(), "weights_sha256": weights_sha256(folder),
-                             "depth": depth, **_measure(scorer, sets, depth)})
-                print(f"depth {depth:3d}  {backend:26s} p50 {rows[-1]['p50_ms']:7.1f} ms  p95 "
+            for (backend, (scorer, folder)), windows in itertools.product(scorers.items(), readings):
+                reader = _reading(scorer, windows)
+                per_passage = getattr(reader, "windows_per_passage", None)
+                label = backend if windows is None else f"{backend}, {_windows_label(per_passage)}"
+                rows.append({"backend": label, "model": folder.as_posix(), "weights_sha256": weights_sha256(folder),
+                             "depth": depth, "windows_per_passage": per_passage, **_measure(reader, sets, depth)})
+                print(f"depth {depth:3d}  {label:40s} p50 {rows[-1]['p50_ms']:7.1f} ms  p95 "
                       f"{rows[-1]['p95_ms']:7.1f} ms", file=sys.stderr)
     first = {e.ref: {k: round(v, 2) for k, v in e.first_stage_scores().items() if k in ("ndcg_at_10", "mrr_at_10")}
              for e in sets}

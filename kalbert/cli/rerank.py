@@ -41,6 +41,9 @@ def register(nouns) -> None:
     export.add_argument("--hybrid-score-weight", type=float, metavar="A",
                         help="record how much a hybrid first stage's scores count beside the reranker's in search "
                              "(score fusion; e.g. 1.0, chosen on dev); default: the folder's own")
+    export.add_argument("--windows-per-passage", type=positive_int, metavar="K",
+                        help="record how many windows of a long passage scoring reads, those sharing most query "
+                             "tokens (e.g. 1, chosen on dev); default: the folder's own")
     add_overwrite(export)
 
 
@@ -78,7 +81,7 @@ def _export(args: argparse.Namespace) -> int:
     from kalbert.rerank import export_reranker
 
     record = export_reranker(args.model, args.out, args.onnx, args.int8, args.int8_config, args.overwrite,
-                             args.hybrid_score_weight)
+                             args.hybrid_score_weight, args.windows_per_passage)
     files = ", ".join((record.get("onnx") or {}).get("files", {}).values())
     print(f"wrote {args.out}: float16 weights{f', {files}' if files else ''}")
     return 0

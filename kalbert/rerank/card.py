@@ -38,11 +38,20 @@ def _reading(record: dict[str, Any]) -> str:
     """How the evaluation read a passage longer than a pair."""
     evaluation = record["evaluation"]
     windows, weight = evaluation.get("windows"), evaluation.get("first_stage_weight")
-    reading = (f"long passages read in windows of {windows['tokens']} tokens (stride {windows['stride']}), the best "
-               "window scoring" if windows else f"pairs cut to {record['max_seq_length']} tokens")
+    reading = (f"long passages cut into windows of {windows['tokens']} tokens (stride {windows['stride']}), "
+               f"{_windows_read(windows)} read, the best scoring" if windows
+               else f"pairs cut to {record['max_seq_length']} tokens")
     if weight:
         reading += f", ranked by the standardised score - {weight} x ln(1 + first-stage rank)"
     return reading
+
+
+def _windows_read(windows: dict[str, Any]) -> str:
+    """Which windows of a long passage are read."""
+    per_passage = windows.get("per_passage")
+    if per_passage is None:
+        return "every window"
+    return f"the {per_passage} sharing most query tokens" if per_passage > 1 else "the one sharing most query tokens"
 
 
 def _hybrid_note(record: dict[str, Any]) -> str:
@@ -113,8 +122,9 @@ ranked = model.rank(question, passages)
 
 or with plain transformers: `AutoTokenizer` and `AutoModelForSequenceClassification` from the folder, the pairs
 tokenized with `truncation=True`, the score is `logits[:, 0]`. Those read a pair's first {_token_limit(record)}
-tokens and cut the rest; kalbert reads a longer passage in the windows recorded in kalbert.json and scores its best one
-(the figures on this card): `kalbert rerank score --model PATH --input pairs.jsonl`, or
+tokens and cut the rest; kalbert cuts a longer passage into the windows recorded in kalbert.json, reads
+{_windows_read(record.get('windows', {}))} and scores the best (the figures on this card):
+`kalbert rerank score --model PATH --input pairs.jsonl`, or
 `kalbert.rerank.load_reranker("PATH").score(question, passages)`.{_hybrid_note(record)}
 
 ## Results

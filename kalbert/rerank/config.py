@@ -57,6 +57,10 @@ class RerankTrainConfig:
     """Passage tokens shared by consecutive windows when a passage is longer than a pair holds; the passage
     scores its best window (an answer past the cut is then read). The saved folder records it in kalbert.json;
     a plain CrossEncoder load reads the first max_position_embeddings tokens instead."""
+    windows_per_passage: int | None = 1
+    """Windows of a long passage scoring reads: those sharing most query tokens (a token rarer among the query's
+    windows counting more), the passage scoring its best (None: every window). Recorded in the folder. Reading one
+    scored as well as reading all on the selection splits at half the tokens, so half the time."""
     first_stage_weight: float = 0.6
     """How much of the first stage's order a reranking keeps: the reranker's scores, standardised over a query's
     candidates, minus this x ln(1 + first-stage rank) rank them (0: its scores alone). Recorded in the folder,

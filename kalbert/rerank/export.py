@@ -53,16 +53,20 @@ def _change(reference: np.ndarray, scores: np.ndarray) -> float:
 
 def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8: bool = False,
                     int8_config: str | None = None, overwrite: bool = False,
-                    hybrid_score_weight: float | None = None) -> dict[str, Any]:
+                    hybrid_score_weight: float | None = None,
+                    windows_per_passage: int | None = None) -> dict[str, Any]:
     """Write ``out``: ``model`` with float16 weights and, with ``onnx``, its ONNX file (and the int8 one with
-    ``int8``, for ``int8_config`` or this CPU's preset), with ``hybrid_score_weight`` recorded where given (a
-    fusion chosen on dev after training); returns its record."""
+    ``int8``, for ``int8_config`` or this CPU's preset), with ``hybrid_score_weight`` and ``windows_per_passage``
+    recorded where given (a fusion or reading chosen on dev after training); returns its record."""
     source = check_reranker_folder(model)
     if int8 and not onnx:
         raise KalbertError("--int8 quantises the ONNX file", "add --onnx")
     if hybrid_score_weight is not None and not (math.isfinite(hybrid_score_weight) and hybrid_score_weight >= 0):
         raise KalbertError(f"--hybrid-score-weight {hybrid_score_weight} is not a number of 0 or more",
                            "e.g. --hybrid-score-weight 1.0")
+    if windows_per_passage is not None and windows_per_passage < 1:
+        raise KalbertError(f"--windows-per-passage {windows_per_passage} reads nothing",
+                           "give 1 or more, e.g. --windows-per-passage 1")
     if onnx:
         require_onnx()
     _, reference = _scores(source)
@@ -85,6 +89,8 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
         meta.pop("onnx", None)
         if hybrid_score_weight is not None:
             meta["hybrid_score_weight"] = hybrid_score_weight
+        if windows_per_passage is not None:
+            meta["windows"] = {**meta.get("windows", {}), "per_passage": windows_per_passage}
         if onnx:
             export_fp32_file(copy, tmp / FP32_FILE, output="logits")
             fp32, onnx_scores = _scores(tmp, FP32_FILE)
@@ -103,6 +109,7 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
                    *(["--onnx"] if onnx else []), *(["--int8"] if int8 else []),
                    *(["--int8-config", int8_config] if int8_config else []),
                    *(["--hybrid-score-weight", str(hybrid_score_weight)] if hybrid_score_weight is not None else []),
+                   *(["--windows-per-passage", str(windows_per_passage)] if windows_per_passage is not None else []),
                    *(["--overwrite"] if overwrite else [])]
         meta["command"] = None
         meta = write_record(tmp, meta, Kind.RERANKER, [source], command=shlex.join(command))

@@ -82,6 +82,9 @@ def _validate(config: RerankTrainConfig, overwrite: bool) -> Path:
     if config.window_stride < 0:
         raise KalbertError(f"window stride {config.window_stride} is negative",
                            "give the passage tokens consecutive windows share, e.g. 64 (0: windows side by side)")
+    if config.windows_per_passage is not None and config.windows_per_passage < 1:
+        raise KalbertError(f"{config.windows_per_passage} windows per passage reads nothing",
+                           "give 1 or more (1: the window sharing most query tokens), or none for every window")
     if config.first_stage_weight < 0:
         raise KalbertError(f"first-stage weight {config.first_stage_weight} is negative",
                            "give 0 (the reranker's scores alone) or more, e.g. 0.6")
@@ -201,6 +204,11 @@ def check_reloads(model: CrossEncoder, folder: Path, atol: float = 1e-4) -> None
             raise RuntimeError(f"{folder} loaded with {way} scores the probes {gap:g} away from the trained model")
 
 
+def _windows(config: RerankTrainConfig) -> dict[str, Any]:
+    """How scoring reads a passage longer than a pair, as kalbert.json records it."""
+    return {"tokens": config.max_seq_length, "stride": config.window_stride, "per_passage": config.windows_per_passage}
+
+
 def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: RerankTrainConfig,
                        precision: str) -> dict[str, Any]:
     rows = []
@@ -214,7 +222,7 @@ def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: Rera
                                   "mrr_at_10": best[f"{evaluation.ref}_mrr_at_10"],
                                   "ms_per_query": best[f"{evaluation.ref}_ms_per_query"]}})
     return {"first_stage": config.first_stage, "depth": config.depth, "max_rows": config.max_eval_rows,
-            "precision": precision, "windows": {"tokens": config.max_seq_length, "stride": config.window_stride},
+            "precision": precision, "windows": _windows(config),
             "first_stage_weight": config.first_stage_weight,
             "gold_injected": False, "sets": rows}
 
@@ -242,7 +250,8 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
     if teacher is not None:
         teacher.max_length = config.max_seq_length  # the teacher reads each pair cut as the model reads it
     scorer = Reranker(Path(config.out).name, model.model, model.tokenizer, config.max_seq_length,
-                      stride=config.window_stride, first_stage_weight=config.first_stage_weight)
+                      stride=config.window_stride, first_stage_weight=config.first_stage_weight,
+                      windows_per_passage=config.windows_per_passage)
 
     def step(batch: tuple[int, list[int]]) -> torch.Tensor:
         rows = [sets[batch[0]].rows[i] for i in batch[1]]
@@ -263,7 +272,7 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         "model_type": model.model.config.model_type,
         "parameters": sum(p.numel() for p in model.parameters()),
         "max_seq_length": config.max_seq_length,
-        "windows": {"tokens": config.max_seq_length, "stride": config.window_stride},
+        "windows": _windows(config),
         "token_limit": model.model.config.max_position_embeddings,
         "first_stage_weight": config.first_stage_weight,
         "hybrid_score_weight": config.hybrid_score_weight,

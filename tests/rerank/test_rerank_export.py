@@ -52,3 +52,18 @@ def test_export_records_the_hybrid_score_weight_that_search_reads(tiny_reranker,
     assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"),
                  "--hybrid-score-weight", "-1"]) == 2
     assert "--hybrid-score-weight -1.0 is not a number of 0 or more" in capsys.readouterr().err
+
+
+def test_export_records_how_many_windows_of_a_long_passage_are_read(tiny_reranker, tmp_path, capsys):
+    from kalbert.rerank import load_reranker
+
+    assert read_meta(tiny_reranker)["windows"]["per_passage"] == 1  # the training default, recorded
+    out = tmp_path / "shipped"
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(out),
+                 "--windows-per-passage", "3"]) == 0
+    assert read_meta(out)["windows"] == {"tokens": 48, "stride": 64, "per_passage": 3}
+    assert load_reranker(out).windows_per_passage == 3 and "--windows-per-passage 3" in read_meta(out)["command"]
+    assert "the 3 sharing most query tokens" in (out / "README.md").read_text(encoding="utf-8")
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"),
+                 "--windows-per-passage", "0"]) == 2
+    assert "expected a positive integer, got 0" in capsys.readouterr().err

@@ -42,7 +42,7 @@ def test_the_record_and_card_say_what_was_measured(tiny_reranker):
     assert "korquad:val" in card and "rerank@5" in card and meta["command"] in card
     truncation = json.loads((tiny_reranker / "tokenizer.json").read_text(encoding="utf-8"))["truncation"]
     assert truncation == {"direction": "Right", "max_length": 128, "strategy": "LongestFirst", "stride": 0}
-    assert meta["windows"] == {"tokens": 48, "stride": 64} and meta["first_stage_weight"] == 0.6
+    assert meta["windows"] == {"tokens": 48, "stride": 64, "per_passage": 1} and meta["first_stage_weight"] == 0.6
 
 
 def test_load_reranker_scores_as_crossencoder_predicts(tiny_reranker):

@@ -1,5 +1,5 @@
-"""Long passages read in overlapping windows (the best one scores) and rerank scores fused with the first stage's
-order (its ranks, or a hybrid's scores)."""
+"""Long passages cut into overlapping windows (the best-matching read, the best read one scoring) and rerank scores
+fused with the first stage's order (its ranks, or a hybrid's scores)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from kalbert.ranking import rerank_fusion
 from kalbert.rerank.candidates import rerank
-from kalbert.rerank.model import passage_windows
+from kalbert.rerank.model import matching_windows, passage_windows
 from kalbert.search.reranking import fusion_record
 
 LONG = " ".join(f"서울{i}번째 문장은 한강과 도시의 역사를 이야기한다." for i in range(30))
@@ -52,12 +52,30 @@ def test_a_windowed_reranker_scores_a_passage_by_its_best_window(tiny_reranker):
     from kalbert.rerank import load_reranker
 
     reranker = load_reranker(tiny_reranker, precision="fp32")
-    assert reranker.stride == 64 and reranker.max_length == 48
-    reranker.stride = 8
+    assert reranker.stride == 64 and reranker.max_length == 48 and reranker.windows_per_passage == 1
+    reranker.stride, reranker.windows_per_passage = 8, None
     _, windows = passage_windows(reranker.tokenizer, "서울은?", [LONG], 48, 8)
     each = [reranker.score_encoded({key: [value[i]] for key, value in windows.items()})[0]
             for i in range(len(windows["input_ids"]))]
     assert len(each) > 3 and np.isclose(reranker.score("서울은?", [LONG])[0], max(each), atol=1e-5)
+
+
+def test_a_passage_is_read_in_the_window_that_shares_the_query_s_rare_tokens(tiny_reranker):
+    from kalbert.rerank import load_reranker
+
+    reranker = load_reranker(tiny_reranker, precision="fp32")
+    reranker.stride = 8
+    needle = LONG.replace("서울27번째", "부산항구에서")  # a word only one late window holds
+    query = "부산항구에서 서울은?"
+    owners, windows = passage_windows(reranker.tokenizer, query, ["짧은 문장이다.", needle], 48, 8)
+    keep = matching_windows(windows, owners, 1)
+    assert keep[0] == 0 and len(keep) == 2  # a one-window passage keeps its window
+    holding = [i for i in range(1, len(owners))
+               if "부산항구" in reranker.tokenizer.decode(windows["input_ids"][i]).replace(" ", "")]
+    assert keep[1] in holding and keep[1] > 2
+    assert len(matching_windows(windows, owners, 99)) == len(owners)  # more than a passage has: every window
+    alone = reranker.score_encoded({key: [value[keep[1]]] for key, value in windows.items()})[0]
+    assert np.isclose(reranker.score(query, ["짧은 문장이다.", needle])[1], alone, atol=1e-5)
 
 
 def test_fusion_keeps_the_first_stage_order_where_the_reranker_barely_separates():
