@@ -11,7 +11,8 @@ PyTorch bf16 where the CPU has native bf16, and the ONNX fp32 and int8 files (ex
 picks some. Each query is timed alone after a warm-up; p50/p95 are over the questions of both sets. The same
 reranked lists give nDCG@10 and MRR@10, so a faster backend or a shallower depth shows what it costs.
 ``--windows-per-passage 1 all`` times each backend reading the best-matching window of a long passage and reading
-every window, in the same run (default: the folder's own reading).
+every window, in the same run, and ``--window-tokens 128 256`` reading it in pairs of 128 and of 256 tokens
+(default: the folder's own reading).
 ``--qa-model`` also times the zero-shot baseline (the QA model's best answer-span probability as relevance).
 Writes ``rerank_latency.{json,md}`` to ``--out-dir`` (benchmarks/results), with the CPU, the torch threads and the
 load average before and after.
@@ -36,7 +37,7 @@ from kalbert.io import atomic_write_json, atomic_write_text
 from kalbert.ranking import ranking_metrics
 from kalbert.rerank.candidates import rerank
 from kalbert.rerank.evaluate import load_eval_set
-from kalbert.rerank.model import QASpanScorer, load_reranker
+from kalbert.rerank.model import QASpanScorer, load_reranker, window_stride
 from kalbert.weights import weights_sha256
 
 NAME = "rerank_latency"
@@ -82,17 +83,29 @@ def _scorers(model: Path, qa_model: Path | None, scratch: Path,
     return scorers
 
 
-def _reading(scorer, windows: str | None):
-    """``scorer`` reading ``windows`` windows per long passage ("all": every one; None: as its folder says)."""
-    if windows is None or not hasattr(scorer, "windows_per_passage"):
+def _reading(scorer, windows: str | None, tokens: int | None):
+    """``scorer`` reading ``windows`` windows per long passage ("all": every one) in pairs of ``tokens`` tokens
+    overlapping by a quarter (None: as its folder says)."""
+    if not hasattr(scorer, "windows_per_passage"):
         return scorer
     scorer = copy.copy(scorer)
-    scorer.windows_per_passage = None if windows == "all" else int(windows)
+    if windows is not None:
+        scorer.windows_per_passage = None if windows == "all" else int(windows)
+    if tokens is not None:
+        scorer.max_length, scorer.stride = tokens, window_stride(tokens)
     return scorer
 
 
-def _windows_label(per_passage: int | None) -> str:
-    return "every window" if per_passage is None else f"{per_passage} window{'s' if per_passage > 1 else ''} a passage"
+def _reading_label(backend: str, reader, windows: str | None, tokens: int | None) -> str:
+    """The backend, and the reading where the command varies it."""
+    parts = [backend]
+    if tokens is not None:
+        parts.append(f"{tokens}-token pairs")
+    if windows is not None:
+        per_passage = reader.windows_per_passage
+        parts.append("every window" if per_passage is None
+                     else f"{per_passage} window{'s' if per_passage > 1 else ''} a passage")
+    return ", ".join(parts)
 
 
 def _windows_arg(text: str) -> str:
@@ -131,6 +144,9 @@ def main() -> None:
                              "where the CPU has native bf16)")
     parser.add_argument("--windows-per-passage", type=_windows_arg, nargs="+", metavar="K",
                         help="windows of a long passage read, each timed: a number, or all (default: the folder's)")
+    parser.add_argument("--window-tokens", type=int, nargs="+", metavar="N",
+                        help="pair lengths a long passage is read in (windows overlapping by a quarter), each timed "
+                             "(default: the folder's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42, help="picks the question sample")
     parser.add_argument("--quick", action="store_true", help="8 questions per set: a check that it runs")
@@ -140,18 +156,18 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     queries = 8 if args.quick else args.queries
     sets = [load_eval_set(ref, "bm25", max(args.depths), queries, args.seed) for ref in SETS]
-    readings = args.windows_per_passage or [None]
+    readings = list(itertools.product(args.windows_per_passage or [None], args.window_tokens or [None]))
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         scorers = _scorers(args.model, args.qa_model, Path(scratch), args.backends)
         for depth in args.depths:
-            for (backend, (scorer, folder)), windows in itertools.product(scorers.items(), readings):
-                reader = _reading(scorer, windows)
-                per_passage = getattr(reader, "windows_per_passage", None)
-                label = backend if windows is None else f"{backend}, {_windows_label(per_passage)}"
+            for (backend, (scorer, folder)), (windows, tokens) in itertools.product(scorers.items(), readings):
+                reader = _reading(scorer, windows, tokens)
+                label = _reading_label(backend, reader, windows, tokens)
                 rows.append({"backend": label, "model": folder.as_posix(), "weights_sha256": weights_sha256(folder),
-                             "depth": depth, "windows_per_passage": per_passage, **_measure(reader, sets, depth)})
+                             "depth": depth, "windows_per_passage": getattr(reader, "windows_per_passage", None),
+                             "window_tokens": getattr(reader, "max_length", None), **_measure(reader, sets, depth)})
                 print(f"depth {depth:3d}  {label:40s} p50 {rows[-1]['p50_ms']:7.1f} ms  p95 "
                       f"{rows[-1]['p95_ms']:7.1f} ms", file=sys.stderr)
     first = {e.ref: {k: round(v, 2) for k, v in e.first_stage_scores().items() if k in ("ndcg_at_10", "mrr_at_10")}

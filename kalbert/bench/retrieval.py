@@ -158,6 +158,9 @@ class Rerank:
     """the reranker folder's weights (:func:`kalbert.weights.weights_sha256`), which each reranked record names"""
     precision: str = "fp32"
     """what the reranker computes in (bf16 where the CPU has it natively: scores differ a little by CPU)"""
+    windows: dict[str, int | None] | None = None
+    """how a kalbert reranker reads a long passage (:attr:`kalbert.rerank.model.Reranker.windows`): the same
+    weights read another way score otherwise, so each reranked record names it"""
 
 
 def rerank_setting(first_stage: str, depth: int) -> str:
@@ -180,7 +183,8 @@ def reranked_records(task: BenchTask, data: RetrievalData, first_stage: str, ran
                     progress=f"{task.name}: {rerank_setting(first_stage, depth)}", hybrid_scores=hybrid_scores)
     how = {"reranker": reranker.name, "first_stage": first_stage, "depth": depth, "gold_injected": False,
            **fusion_record(reranker, hybrid_scores is not None),
-           "precision": reranking.precision, "weights_sha256": reranking.weights_sha256}
+           "precision": reranking.precision, "weights_sha256": reranking.weights_sha256,
+           **({"windows": reranking.windows} if reranking.windows else {})}
     if getattr(reranker, "hits", 0) == hits_before:
         how["latency_ms_per_query"] = result.latency_ms()
     else:  # some pairs were scored for an earlier first stage: its timings would flatter
@@ -205,7 +209,7 @@ def load_rerank(model: str | None, depth: int) -> Rerank | None:
     folder = model.removeprefix(QA_SPAN)
     scorer = QASpanScorer(folder) if model.startswith(QA_SPAN) else load_reranker(folder)
     precision = "bf16" if getattr(scorer, "bf16", False) else "fp32"
-    return Rerank(SharedScores(scorer), depth, weights_sha256(folder), precision)
+    return Rerank(SharedScores(scorer), depth, weights_sha256(folder), precision, getattr(scorer, "windows", None))
 
 
 def evaluate_retrieval(encoder: Any, task: BenchTask, data: RetrievalData, cache_dir: str | None = None,

@@ -44,6 +44,9 @@ def register(nouns) -> None:
     export.add_argument("--windows-per-passage", type=positive_int, metavar="K",
                         help="record how many windows of a long passage scoring reads, those sharing most query "
                              "tokens (e.g. 1, chosen on dev); default: the folder's own")
+    export.add_argument("--window-tokens", type=positive_int, metavar="N",
+                        help="record the pair length scoring reads a long passage in, windows overlapping by a "
+                             "quarter (e.g. 128, chosen on dev); default: the folder's own")
     add_overwrite(export)
 
 
@@ -81,7 +84,7 @@ def _export(args: argparse.Namespace) -> int:
     from kalbert.rerank import export_reranker
 
     record = export_reranker(args.model, args.out, args.onnx, args.int8, args.int8_config, args.overwrite,
-                             args.hybrid_score_weight, args.windows_per_passage)
+                             args.hybrid_score_weight, args.windows_per_passage, args.window_tokens)
     files = ", ".join((record.get("onnx") or {}).get("files", {}).values())
     print(f"wrote {args.out}: float16 weights{f', {files}' if files else ''}")
     return 0

@@ -46,6 +46,13 @@ def _reading(record: dict[str, Any]) -> str:
     return reading
 
 
+def _windows_cut(windows: dict[str, Any]) -> str:
+    """The windows kalbert.json records for scoring."""
+    if "tokens" not in windows:
+        return "the windows recorded in kalbert.json"
+    return f"pairs of {windows['tokens']} tokens overlapping by {windows['stride']} (recorded in kalbert.json)"
+
+
 def _windows_read(windows: dict[str, Any]) -> str:
     """Which windows of a long passage are read."""
     per_passage = windows.get("per_passage")
@@ -122,7 +129,7 @@ ranked = model.rank(question, passages)
 
 or with plain transformers: `AutoTokenizer` and `AutoModelForSequenceClassification` from the folder, the pairs
 tokenized with `truncation=True`, the score is `logits[:, 0]`. Those read a pair's first {_token_limit(record)}
-tokens and cut the rest; kalbert cuts a longer passage into the windows recorded in kalbert.json, reads
+tokens and cut the rest; kalbert cuts a longer passage into {_windows_cut(record.get('windows', {}))}, reads
 {_windows_read(record.get('windows', {}))} and scores the best (the figures on this card):
 `kalbert rerank score --model PATH --input pairs.jsonl`, or
 `kalbert.rerank.load_reranker("PATH").score(question, passages)`.{_hybrid_note(record)}

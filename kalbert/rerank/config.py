@@ -52,7 +52,8 @@ class RerankTrainConfig:
     """First-stage candidates reranked per evaluation question (its top-K); the rest keep their order."""
     max_seq_length: int = 256
     """Tokens per question + passage pair: cost grows with it. Training cuts a longer pair (the longer side
-    first); scoring reads a longer passage in windows of this many tokens (``window_stride``)."""
+    first); scoring reads a longer passage in windows of this many tokens (``window_stride``), unless
+    `kalbert rerank export --window-tokens` records a shorter pair chosen on dev."""
     window_stride: int = 64
     """Passage tokens shared by consecutive windows when a passage is longer than a pair holds; the passage
     scores its best window (an answer past the cut is then read). The saved folder records it in kalbert.json;
@@ -61,6 +62,10 @@ class RerankTrainConfig:
     """Windows of a long passage scoring reads: those sharing most query tokens (a token rarer among the query's
     windows counting more), the passage scoring its best (None: every window). Recorded in the folder. Reading one
     scored as well as reading all on the selection splits at half the tokens, so half the time."""
+    train_on_windows: bool = False
+    """Train on the window of each long passage that scoring reads (its best-matching one, as
+    ``windows_per_passage`` 1 picks it among the question's list) instead of its first ``max_seq_length`` tokens, so
+    a long paragraph's answer is not cut away from its positive pair. Off: the shipped reranker trained on cut pairs."""
     first_stage_weight: float = 0.6
     """How much of the first stage's order a reranking keeps: the reranker's scores, standardised over a query's
     candidates, minus this x ln(1 + first-stage rank) rank them (0: its scores alone). Recorded in the folder,

@@ -11,6 +11,7 @@ spread); what int8 changes is recorded, and measured on real candidates by ``ben
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import shutil
@@ -25,7 +26,7 @@ from kalbert.hardware import hardware_block
 from kalbert.io import atomic_write_text
 from kalbert.onnx_files import FP32_FILE, ONNX_DIR, cpu_int8_config, export_fp32_file, quantise_int8_file, require_onnx
 from kalbert.rerank.card import render_card
-from kalbert.rerank.model import check_reranker_folder
+from kalbert.rerank.model import check_reranker_folder, window_stride
 from kalbert.rerank.train import PROBES
 from kalbert.stage import artifact_folder, write_record
 from kalbert.weights import store_float16
@@ -34,6 +35,9 @@ TOLERANCE = 3e-3
 """largest change of a probe pair's logit (relative to the probes' spread, :func:`_change`) that float16 storage
 or the fp32 ONNX file may make: float16 rounds each weight by up to 5e-4 of itself, and six shared layers
 compound that to about 1e-3 of the spread, far below the gaps that order passages"""
+
+MIN_WINDOW_TOKENS = 32
+"""shortest pair kalbert reads: the question keeps at most half of it, so a shorter one leaves room for a few words"""
 
 
 def _scores(folder: Path, file_name: str | None = None) -> tuple[Any, np.ndarray]:
@@ -51,13 +55,22 @@ def _change(reference: np.ndarray, scores: np.ndarray) -> float:
     return float(np.abs(reference - scores).max() / max(1.0, float(np.ptp(reference))))
 
 
+def _check_window_tokens(tokens: int, folder: Path) -> None:
+    """One line for a pair length ``folder``'s model cannot read, or too short to hold a question beside some
+    passage; reads its config only."""
+    positions = json.loads((folder / "config.json").read_text(encoding="utf-8"))["max_position_embeddings"]
+    if not MIN_WINDOW_TOKENS <= tokens <= positions:
+        raise KalbertError(f"--window-tokens {tokens} is outside {MIN_WINDOW_TOKENS}-{positions} (the model reads "
+                           f"at most {positions} positions)", "e.g. --window-tokens 128")
+
+
 def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8: bool = False,
                     int8_config: str | None = None, overwrite: bool = False,
                     hybrid_score_weight: float | None = None,
-                    windows_per_passage: int | None = None) -> dict[str, Any]:
+                    windows_per_passage: int | None = None, window_tokens: int | None = None) -> dict[str, Any]:
     """Write ``out``: ``model`` with float16 weights and, with ``onnx``, its ONNX file (and the int8 one with
-    ``int8``, for ``int8_config`` or this CPU's preset), with ``hybrid_score_weight`` and ``windows_per_passage``
-    recorded where given (a fusion or reading chosen on dev after training); returns its record."""
+    ``int8``, for ``int8_config`` or this CPU's preset), with ``hybrid_score_weight``, ``windows_per_passage`` and
+    ``window_tokens`` recorded where given (a fusion or reading chosen on dev after training); returns its record."""
     source = check_reranker_folder(model)
     if int8 and not onnx:
         raise KalbertError("--int8 quantises the ONNX file", "add --onnx")
@@ -67,6 +80,8 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
     if windows_per_passage is not None and windows_per_passage < 1:
         raise KalbertError(f"--windows-per-passage {windows_per_passage} reads nothing",
                            "give 1 or more, e.g. --windows-per-passage 1")
+    if window_tokens is not None:
+        _check_window_tokens(window_tokens, source)
     if onnx:
         require_onnx()
     _, reference = _scores(source)
@@ -91,6 +106,9 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
             meta["hybrid_score_weight"] = hybrid_score_weight
         if windows_per_passage is not None:
             meta["windows"] = {**meta.get("windows", {}), "per_passage": windows_per_passage}
+        if window_tokens is not None:
+            meta["windows"] = {**meta.get("windows", {}), "tokens": window_tokens,
+                               "stride": window_stride(window_tokens)}
         if onnx:
             export_fp32_file(copy, tmp / FP32_FILE, output="logits")
             fp32, onnx_scores = _scores(tmp, FP32_FILE)
@@ -110,6 +128,7 @@ def export_reranker(model: str | Path, out: str | Path, onnx: bool = False, int8
                    *(["--int8-config", int8_config] if int8_config else []),
                    *(["--hybrid-score-weight", str(hybrid_score_weight)] if hybrid_score_weight is not None else []),
                    *(["--windows-per-passage", str(windows_per_passage)] if windows_per_passage is not None else []),
+                   *(["--window-tokens", str(window_tokens)] if window_tokens is not None else []),
                    *(["--overwrite"] if overwrite else [])]
         meta["command"] = None
         meta = write_record(tmp, meta, Kind.RERANKER, [source], command=shlex.join(command))

@@ -5,9 +5,10 @@ Both expose the interface search and the benchmarks call: ``.name`` and ``.score
 per passage, higher = more relevant. A reranker reads each pair as ``[CLS] query [SEP] passage [SEP]`` in batches of
 pairs of similar length and returns its raw logits: the order is what matters, and logits never tie where a sigmoid
 saturates. A passage longer than a pair holds is cut into overlapping windows and scores its best one (a kalbert
-reranker records its window in kalbert.json: the length it was trained at, and how many windows of a passage it
-reads: those sharing most query tokens, which halved the tokens read on dev without losing quality); any other
-CrossEncoder is cut to its token limit, the longer side first, as sentence-transformers cuts it.
+reranker records its windows in kalbert.json: their length, the one it was trained at unless export chose a shorter
+one on dev, and how many windows of a passage it reads: those sharing most query tokens, which halved the tokens
+read on dev without losing quality); any other CrossEncoder is cut to its token limit, the longer side first, as
+sentence-transformers cuts it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 BATCH_SIZE = 16
 """pairs per forward pass: on 2 AMX cores 16 windows of 256 tokens ran 5-15% faster than 32 (less padding per batch,
 activations that stay in cache)"""
+
+
+def window_stride(tokens: int) -> int:
+    """The overlap of windows of ``tokens`` tokens when a pair length is chosen after training: a quarter of it, as
+    the training defaults have it (256 tokens, stride 64)."""
+    return tokens // 4
 
 
 def check_reranker_folder(path: str | Path) -> Path:
@@ -79,6 +86,12 @@ class Reranker:
         self.windows_per_passage = windows_per_passage
         """windows of a long passage read (:func:`matching_windows`); None: every one"""
 
+    @property
+    def windows(self) -> dict[str, int | None]:
+        """How it reads a long passage, as kalbert.json records it: pair tokens, the stride of its windows (None: cut
+        to one pair) and the windows read per passage (None: every one)."""
+        return {"tokens": self.max_length, "stride": self.stride, "per_passage": self.windows_per_passage}
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One float32 score per passage, in the given order; higher = more relevant."""
         check_passages(query, passages)
@@ -125,14 +138,15 @@ class Reranker:
         return scores
 
 
-def passage_windows(tokenizer: Any, query: str, passages: Sequence[str], max_length: int,
-                    stride: int) -> tuple[np.ndarray, Mapping[str, Sequence[Sequence[int]]]]:
+def passage_windows(tokenizer: Any, query: str, passages: Sequence[str], max_length: int, stride: int,
+                    offsets: bool = False) -> tuple[np.ndarray, Mapping[str, Sequence[Sequence[int]]]]:
     """The windows a reranker reads of each passage beside ``query``, tokenized once: (the passage index of each
     window, the windows as the tokenizer's unpadded pairs).
 
     A pair holds ``max_length`` tokens; the query keeps at most half of them (a longer one is cut), the passage the
     rest. A passage that fits is one window; a longer one is read in windows of its tokens that overlap by
-    ``stride`` tokens (at most half a window), so an answer near a cut is read whole in one of them."""
+    ``stride`` tokens (at most half a window), so an answer near a cut is read whole in one of them. With
+    ``offsets`` the windows also carry each token's characters (``offset_mapping``)."""
     half = max_length // 2
     offsets = tokenizer(query, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
     if len(offsets) > half:
@@ -140,7 +154,8 @@ def passage_windows(tokenizer: Any, query: str, passages: Sequence[str], max_len
     query_tokens = len(tokenizer(query, add_special_tokens=False)["input_ids"])
     room = max_length - query_tokens - tokenizer.num_special_tokens_to_add(pair=True)
     encoded = tokenizer([query] * len(passages), list(passages), truncation="only_second", max_length=max_length,
-                        stride=min(stride, room // 2), return_overflowing_tokens=True)
+                        stride=min(stride, room // 2), return_overflowing_tokens=True,
+                        return_offsets_mapping=offsets)
     return np.asarray(encoded["overflow_to_sample_mapping"], dtype=np.int64), encoded
 
 
@@ -167,6 +182,24 @@ def matching_windows(windows: Any, owners: np.ndarray, per_passage: int) -> np.n
         own = np.flatnonzero(owners == passage)
         keep.extend(own[np.argsort(-match[own], kind="stable")[:per_passage]])
     return np.sort(np.asarray(keep, dtype=np.int64))
+
+
+def matching_window_texts(tokenizer: Any, query: str, passages: Sequence[str], max_length: int,
+                          stride: int) -> list[str]:
+    """Each passage as one window per passage reads it beside ``query``: a long passage's text is cut to its
+    best-matching window (:func:`matching_windows`), a passage that fits stays whole. Training on these reads the
+    pairs that scoring reads."""
+    owners, windows = passage_windows(tokenizer, query, passages, max_length, stride, offsets=True)
+    texts = list(passages)
+    if len(owners) == len(passages):
+        return texts
+    for i in matching_windows(windows, owners, 1):
+        passage = owners[i]
+        if np.count_nonzero(owners == passage) > 1:
+            spans = [span for span, side in zip(windows["offset_mapping"][i], windows.sequence_ids(i), strict=True)
+                     if side == 1]
+            texts[passage] = passages[passage][spans[0][0]: spans[-1][1]]
+    return texts
 
 
 def onnx_file(folder: Path, backend: Backend) -> str:

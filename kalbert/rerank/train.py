@@ -40,7 +40,7 @@ from kalbert.io import atomic_write_json, atomic_write_text, refuse_existing_out
 from kalbert.rerank.card import render_card
 from kalbert.rerank.config import BM25, RerankTrainConfig
 from kalbert.rerank.evaluate import MAIN_SCORE, EvalSet, eval_ref, evaluate_sets, load_eval_set
-from kalbert.rerank.model import Reranker, load_reranker
+from kalbert.rerank.model import Reranker, load_reranker, matching_window_texts
 from kalbert.rerank.rows import RerankRow, TrainSet, build_train_set, train_ref
 from kalbert.stage import artifact_folder, write_record
 from kalbert.verbs import command_for
@@ -133,6 +133,13 @@ def make_loss(config: RerankTrainConfig, model: CrossEncoder) -> torch.nn.Module
     if config.loss == "listnet":
         return losses.ListNetLoss(model)
     return losses.BinaryCrossEntropyLoss(model)
+
+
+def read_windows(row: RerankRow, tokenizer: Any, config: RerankTrainConfig) -> RerankRow:
+    """``row`` with each long passage cut to the window that scoring reads of it beside the row's other passages."""
+    positive, *negatives = matching_window_texts(tokenizer, row.query, [row.positive, *row.negatives],
+                                                 config.max_seq_length, config.window_stride)
+    return RerankRow(row.query, positive, tuple(negatives))
 
 
 def loss_inputs(loss: str, rows: list[RerankRow], device: Any, teacher: Reranker | None = None) -> tuple[list, Any]:
@@ -255,6 +262,8 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
 
     def step(batch: tuple[int, list[int]]) -> torch.Tensor:
         rows = [sets[batch[0]].rows[i] for i in batch[1]]
+        if config.train_on_windows:
+            rows = [read_windows(row, model.tokenizer, config) for row in rows]
         inputs, labels = loss_inputs(config.loss, rows, model.device, teacher)
         return loss(inputs, labels)
 

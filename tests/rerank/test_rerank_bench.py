@@ -89,6 +89,11 @@ def test_reranked_records_are_retrieval_records_with_the_reranking_beside():
     by_metric = {r["metric"]: r for r in records}
     assert {r["setting"] for r in records} == {"BM25 + rerank@3"} and by_metric["mrr_at_10"]["value"] == 100.0
     assert by_metric["ndcg_at_10"]["rerank"]["depth"] == 3 and not by_metric["ndcg_at_10"]["rerank"]["gold_injected"]
+    assert "windows" not in by_metric["ndcg_at_10"]["rerank"]  # a scorer without windows reads passages whole
+    reading = {"tokens": 128, "stride": 32, "per_passage": 1}
+    records = reranked_records(task, data, "BM25", np.array([[0, 2, 1, 3, 4], [4, 3, 2, 1, 0]]),
+                               Rerank(LengthScorer(), 3, windows=reading))
+    assert all(record["rerank"]["windows"] == reading for record in records)
 
 
 def test_bench_retrieval_adds_reranked_records_beside_the_first_stage():

@@ -67,3 +67,21 @@ def test_export_records_how_many_windows_of_a_long_passage_are_read(tiny_reranke
     assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"),
                  "--windows-per-passage", "0"]) == 2
     assert "expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_export_records_the_pair_length_scoring_reads(tiny_reranker, tmp_path, capsys):
+    from kalbert.rerank import load_reranker
+
+    out = tmp_path / "shipped"
+    assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(out), "--window-tokens", "32"]) == 0
+    assert read_meta(out)["windows"] == {"tokens": 32, "stride": 8, "per_passage": 1}
+    reranker = load_reranker(out)
+    assert reranker.windows == {"tokens": 32, "stride": 8, "per_passage": 1}
+    assert "--window-tokens 32" in read_meta(out)["command"]
+    assert "pairs of 32 tokens overlapping by 8" in (out / "README.md").read_text(encoding="utf-8")
+    long_passage = " ".join(PASSAGES * 4)
+    assert np.isfinite(reranker.score(QUERY, [long_passage, PASSAGES[0]])).all()
+    for tokens in ("16", "4096"):
+        assert main(["rerank", "export", "--model", str(tiny_reranker), "--out", str(tmp_path / "o"),
+                     "--window-tokens", tokens]) == 2
+        assert f"--window-tokens {tokens} is outside 32-" in capsys.readouterr().err

@@ -101,6 +101,17 @@ def test_every_loss_trains(rerank_data, tiny_qa_albert, rerank_config, tmp_path,
     assert meta["config"]["loss"] == loss and meta["history"][-1]["train_loss"] > 0
 
 
+def test_training_on_the_windows_scoring_reads(rerank_data, tiny_qa_albert, rerank_config, tmp_path, monkeypatch):
+    from kalbert.rerank import train
+
+    read = []
+    original = train.read_windows
+    monkeypatch.setattr(train, "read_windows", lambda row, *args: read.append(row) or original(row, *args))
+    meta = train.train_reranker(rerank_config(tmp_path / "out", tiny_qa_albert, train_on_windows=True, max_steps=1,
+                                              eval=["answers-ko:dev"]))
+    assert read and meta["config"]["train_on_windows"] and meta["history"][-1]["train_loss"] > 0
+
+
 def test_a_killed_run_resumes_from_its_checkpoint(rerank_data, tiny_qa_albert, rerank_config, tmp_path,
                                                  monkeypatch):
     from kalbert.rerank import train

@@ -8,7 +8,7 @@ import pytest
 
 from kalbert.ranking import rerank_fusion
 from kalbert.rerank.candidates import rerank
-from kalbert.rerank.model import matching_windows, passage_windows
+from kalbert.rerank.model import matching_window_texts, matching_windows, passage_windows
 from kalbert.search.reranking import fusion_record
 
 LONG = " ".join(f"서울{i}번째 문장은 한강과 도시의 역사를 이야기한다." for i in range(30))
@@ -118,3 +118,16 @@ def test_rerank_orders_by_the_fused_score():
 
     ranking = np.array([[3, 1, 2, 0]])
     assert rerank(ranking, ["a", "b", "c", "d"], ["q"], Scorer(), 3).ranking.tolist() == [[2, 3, 1, 0]]
+
+
+def test_training_reads_a_long_passage_as_the_window_scoring_reads(tiny_reranker):
+    tokenizer = _tokenizer(tiny_reranker)
+    needle = LONG.replace("서울27번째", "부산항구에서")
+    query = "부산항구에서 서울은?"
+    short, window = matching_window_texts(tokenizer, query, ["짧은 문장이다.", needle], 48, 8)
+    assert short == "짧은 문장이다." and "부산항구에서" in window and window in needle and len(window) < len(needle)
+    owners, windows = passage_windows(tokenizer, query, ["짧은 문장이다.", needle], 48, 8)
+    read = windows["input_ids"][matching_windows(windows, owners, 1)[1]]
+    again = tokenizer(query, window)["input_ids"]  # the text tokenizes back to the window scoring reads, bar the
+    assert abs(len(again) - len(read)) <= 2 and again[-12:] == read[-12:]  # word pieces at its cut edges
+    assert matching_window_texts(tokenizer, query, ["짧은 문장이다."], 48, 8) == ["짧은 문장이다."]

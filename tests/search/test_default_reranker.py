@@ -18,7 +18,7 @@ def test_the_shipped_reranker_is_the_default_and_reads_as_it_was_picked(monkeypa
     monkeypatch.setattr(reranking, "SHIPPED_RERANKER", SHIPPED)
     assert reranking.default_reranker() == SHIPPED
     reranker = load_reranker(SHIPPED)
-    assert (reranker.max_length, reranker.stride, reranker.first_stage_weight) == (256, 64, 0.6)
+    assert reranker.windows == {"tokens": 128, "stride": 32, "per_passage": 1} and reranker.first_stage_weight == 0.6
     scores = reranker.score("세종대왕은 언제 훈민정음을 반포했나?",
                             ["세종대왕은 1446년에 훈민정음을 반포하였다.", "서울은 한강을 끼고 있는 도시이다."])
     assert scores[0] > scores[1]
