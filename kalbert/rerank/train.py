@@ -211,13 +211,8 @@ def check_reloads(model: CrossEncoder, folder: Path, atol: float = 1e-4) -> None
             raise RuntimeError(f"{folder} loaded with {way} scores the probes {gap:g} away from the trained model")
 
 
-def _windows(config: RerankTrainConfig) -> dict[str, Any]:
-    """How scoring reads a passage longer than a pair, as kalbert.json records it."""
-    return {"tokens": config.max_seq_length, "stride": config.window_stride, "per_passage": config.windows_per_passage}
-
-
 def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: RerankTrainConfig,
-                       precision: str) -> dict[str, Any]:
+                       precision: str, windows: dict[str, int | None]) -> dict[str, Any]:
     rows = []
     for evaluation in sets:
         first = evaluation.first_stage_scores()
@@ -229,7 +224,7 @@ def _evaluation_record(sets: list[EvalSet], best: dict[str, float], config: Rera
                                   "mrr_at_10": best[f"{evaluation.ref}_mrr_at_10"],
                                   "ms_per_query": best[f"{evaluation.ref}_ms_per_query"]}})
     return {"first_stage": config.first_stage, "depth": config.depth, "max_rows": config.max_eval_rows,
-            "precision": precision, "windows": _windows(config),
+            "precision": precision, "windows": windows,
             "first_stage_weight": config.first_stage_weight,
             "gold_injected": False, "sets": rows}
 
@@ -281,14 +276,15 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
         "model_type": model.model.config.model_type,
         "parameters": sum(p.numel() for p in model.parameters()),
         "max_seq_length": config.max_seq_length,
-        "windows": _windows(config),
+        "windows": scorer.windows,
         "token_limit": model.model.config.max_position_embeddings,
         "first_stage_weight": config.first_stage_weight,
         "hybrid_score_weight": config.hybrid_score_weight,
         "scores": "raw logits (activation Identity): higher = more relevant",
         "train_sets": [s.record() for s in sets],
         "train_rows": sum(len(s.rows) for s in sets),
-        "evaluation": _evaluation_record(evals, best.metrics, config, result.precision_record()["precision"]),
+        "evaluation": _evaluation_record(evals, best.metrics, config, result.precision_record()["precision"],
+                                         scorer.windows),
         "metrics": [{"data": e.ref, "metric": MAIN_SCORE, "value": best.metrics[f"{e.ref}_{MAIN_SCORE}"] / 100}
                     for e in evals],
         "selected_step": best.step,
