@@ -65,7 +65,7 @@ class RerankTrainConfig:
     train_on_windows: bool = False
     """Train on the window of each long passage that scoring reads (its best-matching one, as
     ``windows_per_passage`` 1 picks it among the question's list) instead of its first ``max_seq_length`` tokens, so
-    a long paragraph's answer is not cut away from its positive pair. Off: the shipped reranker trained on cut pairs."""
+    a long paragraph's answer is not cut away from its positive pair. The shipped reranker trained with it on."""
     first_stage_weight: float = 0.6
     """How much of the first stage's order a reranking keeps: the reranker's scores, standardised over a query's
     candidates, minus this x ln(1 + first-stage rank) rank them (0: its scores alone). Recorded in the folder,

@@ -148,9 +148,9 @@ def passage_windows(tokenizer: Any, query: str, passages: Sequence[str], max_len
     ``stride`` tokens (at most half a window), so an answer near a cut is read whole in one of them. With
     ``offsets`` the windows also carry each token's characters (``offset_mapping``)."""
     half = max_length // 2
-    offsets = tokenizer(query, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    if len(offsets) > half:
-        query = query[: offsets[half - 1][1]]
+    query_offsets = tokenizer(query, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(query_offsets) > half:
+        query = query[: query_offsets[half - 1][1]]
     query_tokens = len(tokenizer(query, add_special_tokens=False)["input_ids"])
     room = max_length - query_tokens - tokenizer.num_special_tokens_to_add(pair=True)
     encoded = tokenizer([query] * len(passages), list(passages), truncation="only_second", max_length=max_length,
