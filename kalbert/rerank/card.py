@@ -78,6 +78,12 @@ def _targets(config: dict[str, Any]) -> str:
     return f"the gold labels{layers}"
 
 
+def _from_article(config: dict[str, Any]) -> str:
+    """Where some negatives came from the question's own article instead (older records lack the field)."""
+    k = config.get("article_negatives", 0)
+    return f", up to {k} of a QA question's from its own article's other paragraphs" if k else ""
+
+
 def _export_note(record: dict[str, Any]) -> str:
     """What `kalbert rerank export` changed: float16 storage, ONNX files."""
     storage, onnx = record.get("weights_storage"), record.get("onnx")
@@ -154,9 +160,9 @@ They are selection splits, not test scores.
 ### Training
 
 {record['train_rows']:,} questions, each with its positive and {config['negatives']} hard negatives from the same
-split ({config['negative_depth']} best of each miner, drawn at random; never a val or test article, never a dev or
-test question), towards {_targets(config)}, loss `{config['loss']}`, {loop['epochs']} epoch(s) of batches of
-{loop['batch_size']}, lr {loop['lr']}, {record['precision']} ({record['precision_reason']}),
+split ({config['negative_depth']} best of each miner, drawn at random{_from_article(config)}; never a val or test
+article, never a dev or test question), towards {_targets(config)}, loss `{config['loss']}`, {loop['epochs']}
+epoch(s) of batches of {loop['batch_size']}, lr {loop['lr']}, {record['precision']} ({record['precision_reason']}),
 {record['wall_seconds'] / 60:.0f} minutes in all.
 
 {_train_table(record['train_sets'])}

@@ -46,6 +46,10 @@ class RerankTrainConfig:
     negative_margin: float = 0.99
     """Share of the dense miner's score for a question's own passage that a mined negative must stay under (a
     passage scored that close most likely answers the question too)."""
+    article_negatives: int = 0
+    """Of a QA question's ``negatives``, how many (at most) are drawn at random from its own article's other
+    paragraphs rather than the miners' lists: most of a reranker's misses put such a paragraph above the gold.
+    Answer sets have no articles and take none."""
     first_stage: str = BM25
     """What ranks the evaluation candidates: bm25, or a sentence model or teacher (cosine with its prompts)."""
     depth: int = 20

@@ -8,7 +8,8 @@ a dense model, when given, ranks it by cosine with its prompts, passing over any
 ``margin`` x the question's own passage (most likely another answer: NV-Retriever's positive-aware rule, as the
 sentence models' teacher-mined negatives apply it). A question's negatives are drawn at random (seeded) from the
 miners' ``depth`` best other passages, never the question's own passage or another answer to the same question,
-and topped up with random passages of the split where the miners offer too few.
+and topped up with random passages of the split where the miners offer too few. A QA question can also take some
+of its negatives from its own article's other paragraphs: the passages a reranker most often ranks above the gold.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Questions:
     """each question's relevant passages (its own answers, or its paragraph), never its negatives"""
     pool: list[str]
     """every distinct passage of the split: where negatives come from"""
+    siblings: list[tuple[int, ...]]
+    """each question's article's other paragraphs, as indices into ``pool`` (none for an answer set)"""
 
 
 @dataclass
@@ -71,10 +74,13 @@ class TrainSet:
     """rows whose miners offered fewer than the negatives wanted (random passages of the split filled in)"""
     skipped: int = 0
     """dense-miner candidates passed over as likely answers, summed over the rows"""
+    from_article: int = 0
+    """negatives drawn from the question's own article's other paragraphs, summed over the rows"""
 
     def record(self) -> dict:
         return {"data": self.ref, "rows": len(self.rows), "questions": self.questions, "pool": self.pool,
-                "miners": self.miners, "topped_up": self.topped_up, "skipped_as_likely_answers": self.skipped}
+                "miners": self.miners, "topped_up": self.topped_up, "skipped_as_likely_answers": self.skipped,
+                "negatives_from_article": self.from_article}
 
 
 def train_ref(ref: str) -> tuple[str, str]:
@@ -97,7 +103,12 @@ def load_questions(name: str) -> Questions:
         pool = list(dict.fromkeys(e.context for e in examples))
         place = {text: i for i, text in enumerate(pool)}
         positives = [place[e.context] for e in examples]
-        return Questions([e.question for e in examples], positives, [frozenset([p]) for p in positives], pool)
+        articles: dict[str, dict[int, None]] = defaultdict(dict)
+        for e, p in zip(examples, positives, strict=True):
+            articles[e.title][p] = None
+        siblings = [tuple(i for i in articles[e.title] if i != p) for e, p in zip(examples, positives, strict=True)]
+        return Questions([e.question for e in examples], positives, [frozenset([p]) for p in positives], pool,
+                         siblings)
     pairs = load_answers(name, "train")
     pool = list(dict.fromkeys(pair.answer for pair in pairs))
     place = {text: i for i, text in enumerate(pool)}
@@ -105,7 +116,8 @@ def load_questions(name: str) -> Questions:
     for pair in pairs:
         answers[question_key(pair.question)].add(place[pair.answer])
     own = [frozenset(answers[question_key(pair.question)]) for pair in pairs]
-    return Questions([pair.question for pair in pairs], [place[pair.answer] for pair in pairs], own, pool)
+    return Questions([pair.question for pair in pairs], [place[pair.answer] for pair in pairs], own, pool,
+                     [() for _ in pairs])
 
 
 def bm25_lists(name: str, questions: Questions, rows: list[int], depth: int) -> list[list[int]]:
@@ -146,14 +158,16 @@ def dense_lists(miner: str, lang: str, questions: Questions, rows: list[int], de
     return lists, skipped
 
 
-def draw_negatives(lists: list[list[int]], own: frozenset[int], n: int, pool: int, rng: random.Random
-                   ) -> tuple[list[int], bool]:
-    """``n`` distinct negatives drawn at random from the union of the miners' lists, topped up with random
-    passages of the pool outside ``own`` when the union holds fewer; True when it was topped up."""
-    merged = list(dict.fromkeys(i for ranked in lists for i in ranked))
-    if len(merged) >= n:
-        return rng.sample(merged, n), False
-    picked, taken = list(merged), set(merged) | own
+def draw_negatives(lists: list[list[int]], own: frozenset[int], n: int, pool: int, rng: random.Random,
+                   first: list[int] | None = None) -> tuple[list[int], bool]:
+    """``n`` distinct negatives: ``first`` (already drawn), then drawn at random from the union of the miners'
+    lists, topped up with random passages of the pool outside ``own`` when the union holds fewer; True when it
+    was topped up."""
+    picked = list(first or [])
+    merged = [i for i in dict.fromkeys(i for ranked in lists for i in ranked) if i not in picked]
+    if len(picked) + len(merged) >= n:
+        return picked + rng.sample(merged, n - len(picked)), False
+    picked, taken = picked + merged, set(picked) | set(merged) | own
     while len(picked) < n:
         i = rng.randrange(pool)
         if i not in taken:
@@ -163,8 +177,10 @@ def draw_negatives(lists: list[list[int]], own: frozenset[int], n: int, pool: in
 
 
 def build_train_set(ref: str, negatives: int, miner: str | None, depth: int, margin: float, max_rows: int | None,
-                    seed: int, progress: Callable[[str], None] = log.info) -> TrainSet:
-    """The rows of one training set (:func:`train_ref`), each question with ``negatives`` hard negatives."""
+                    seed: int, progress: Callable[[str], None] = log.info, article_negatives: int = 0
+                    ) -> TrainSet:
+    """The rows of one training set (:func:`train_ref`), each question with ``negatives`` hard negatives, up to
+    ``article_negatives`` of them its own article's other paragraphs (drawn at random)."""
     name, _ = train_ref(ref)
     lang = get_spec(name).lang
     questions = load_questions(name)
@@ -182,12 +198,15 @@ def build_train_set(ref: str, negatives: int, miner: str | None, depth: int, mar
     skipped = 0
     if miner:
         miners[miner], skipped = dense_lists(miner, lang, questions, rows, depth, margin)
-    made, topped_up = [], 0
+    made, topped_up, from_article = [], 0, 0
     for k, r in enumerate(rows):
+        siblings = list(questions.siblings[r])
+        first = rng.sample(siblings, min(article_negatives, len(siblings)))
         picked, topped = draw_negatives([lists[k] for lists in miners.values()], questions.own[r], negatives,
-                                        len(questions.pool), rng)
+                                        len(questions.pool), rng, first)
         topped_up += topped
+        from_article += len(first)
         made.append(RerankRow(questions.queries[r], questions.pool[questions.positives[r]],
                               tuple(questions.pool[i] for i in picked)))
     return TrainSet(f"{name}:train", lang, made, len(questions.queries), len(questions.pool), list(miners),
-                    topped_up, skipped)
+                    topped_up, skipped, from_article)

@@ -91,6 +91,9 @@ def _validate(config: RerankTrainConfig, overwrite: bool) -> Path:
     if not 0 < config.negative_margin <= 1:
         raise KalbertError(f"negative margin {config.negative_margin} is not in (0, 1]",
                            "0.99 passes over what the miner scores within 1% of the question's own passage")
+    if not 0 <= config.article_negatives <= config.negatives:
+        raise KalbertError(f"{config.article_negatives} article negatives is not between 0 and the {config.negatives} "
+                           "negatives per question", f"give 0 to {config.negatives}, e.g. 2")
     if config.teacher and config.loss != "listnet":
         raise KalbertError(f"a teacher's scores are learned with loss listnet, not {config.loss}",
                            "add --loss listnet, or leave --teacher out to learn the gold labels")
@@ -241,7 +244,8 @@ def train_reranker(config: RerankTrainConfig, overwrite: bool = False) -> dict[s
     languages = folder_languages(start)
     seed = config.loop.seed
     sets: list[TrainSet] = [build_train_set(ref, config.negatives, config.negative_miner, config.negative_depth,
-                                            config.negative_margin, config.max_rows, seed, _say)
+                                            config.negative_margin, config.max_rows, seed, _say,
+                                            config.article_negatives)
                             for ref in config.train]
     _say(f"ranking the evaluation questions with {config.first_stage}")
     evals = [load_eval_set(ref, config.first_stage, config.depth, config.max_eval_rows, seed) for ref in config.eval]

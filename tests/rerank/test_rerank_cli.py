@@ -87,6 +87,7 @@ def test_load_reranker_refuses_a_sentence_model(sentence_model_folder):
     (["--eval", "korquad:test"], "korquad:test is a reported split"),
     (["--train", "korquad:val"], "korquad:val is not a train split"),
     (["--negative-margin", "1.5"], "negative margin 1.5 is not in (0, 1]"),
+    (["--article-negatives", "9"], "9 article negatives is not between 0 and the 7 negatives"),
 ])
 def test_bad_training_settings_are_one_line(tiny_qa_albert, tmp_path, capsys, no_model_load, flags, says):
     args = ["rerank", "train", "--model", str(tiny_qa_albert), "--out", str(tmp_path / "out"), *flags]

@@ -89,3 +89,31 @@ def test_a_dense_miner_and_first_stage_read_the_same_splits(rerank_data, tiny_de
     assert evaluation.ranking.shape == (len(evaluation.queries), len(evaluation.corpus))
     assert not {e.context for e in load_qa("korquad", "test")} & set(
         load_eval_set("korquad:val", "bm25", 5, None, seed=1).corpus)
+
+
+def test_article_negatives_are_other_paragraphs_of_the_questions_own_article(rerank_data):
+    examples = load_qa("korquad", "train")
+    article = {e.context: e.title for e in examples}
+    rows = build_train_set("korquad", 3, None, 30, 0.99, None, seed=1, article_negatives=2)
+    by_question = {e.question: e for e in examples}
+    siblings_taken = 0
+    for row in rows.rows:
+        title = by_question[row.query].title
+        in_article = [text for text in row.negatives if article[text] == title]
+        wanted = min(2, len({e.context for e in examples if e.title == title}) - 1)
+        assert len(in_article) >= wanted and row.positive not in row.negatives and len(set(row.negatives)) == 3
+        siblings_taken += wanted
+    assert rows.from_article == siblings_taken > 0
+    assert rows.record()["negatives_from_article"] == siblings_taken
+
+
+def test_no_article_negatives_leaves_the_rows_as_they_were(rerank_data):
+    assert build_train_set("korquad", 3, None, 30, 0.99, None, seed=1, article_negatives=0).rows == \
+        build_train_set("korquad", 3, None, 30, 0.99, None, seed=1).rows
+    answers = build_train_set("answers-ko", 2, None, 10, 0.99, None, seed=1, article_negatives=2)
+    assert answers.from_article == 0
+
+
+def test_draw_negatives_keeps_what_was_drawn_first():
+    picked, topped = draw_negatives([[5, 6, 7]], frozenset({0}), 3, 9, random.Random(0), first=[2, 6])
+    assert not topped and picked[:2] == [2, 6] and len(set(picked)) == 3 and set(picked) <= {2, 5, 6, 7}
