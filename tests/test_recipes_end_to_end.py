@@ -67,7 +67,8 @@ TINY: dict[str, list[str]] = {
         *_static("static-corpus"), *_static("static-pairs"), *_static("static-retrieval")],
     "qa-ko-zh-small": [*_VOCAB, *_PRETRAIN, *_QA],
     "rerank-ko-zh-small": [*_VOCAB, *_PRETRAIN, *_QA, f"rerank_rows={ROWS}", f"rerank-more.max_rows={ROWS}",
-                           *(f"{stage}.{key}" for stage in ("rerank", "rerank-more")
+                           f"rerank-articles.max_rows={ROWS}",
+                           *(f"{stage}.{key}" for stage in ("rerank", "rerank-more", "rerank-articles")
                              for key in ("negatives=3", "depth=5", "max_seq_length=64", "batch_size=4",
                                          "max_steps=2", "eval_steps=2", "max_eval_rows=8"))],
 }
